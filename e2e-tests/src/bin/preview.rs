@@ -1,0 +1,131 @@
+//! `make preview`: runs the compiled policy on a pod and shows what it changes.
+//!
+//!     preview [--cloud aws|azure|gcp|oci] [--pod FILE] [--settings FILE] [--module FILE]
+//!
+//! Pod and settings files may be YAML or JSON. A settings file that holds the NeMo chart's
+//! `multinodeNetworking:` block at any depth (a whole values.yaml) is read from that block.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use e2e_tests::{Policy, admission_request, default_module_path, pod_kind};
+use serde_json::Value;
+
+struct Args {
+    cloud: String,
+    pod: Option<PathBuf>,
+    settings: Option<PathBuf>,
+    module: PathBuf,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<ExitCode> {
+    let args = parse_args()?;
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let pod_path = args
+        .pod
+        .clone()
+        .unwrap_or_else(|| examples.join("pod.yaml"));
+    let settings_path = args.settings.clone().unwrap_or_else(|| {
+        examples
+            .join("settings")
+            .join(format!("{}.yaml", args.cloud))
+    });
+    let pod = read_document(&pod_path)?;
+    let settings = settings_block(read_document(&settings_path)?);
+
+    let instance = Policy::load(&args.module)?.instance()?;
+    println!("# settings: {}", settings_path.display());
+    let checked = instance.validate_settings(&settings)?;
+    if !checked.valid {
+        println!("settings rejected: {}", checked.message.unwrap_or_default());
+        return Ok(ExitCode::from(1));
+    }
+    println!("# pod: {}\n", pod_path.display());
+    let response = instance.validate(&admission_request("CREATE", &pod_kind(), &pod), &settings)?;
+    for warning in response.warnings.iter().flatten() {
+        println!("warning: {warning}");
+    }
+    if !response.accepted {
+        println!("rejected: {}", response.message.unwrap_or_default());
+        return Ok(ExitCode::from(1));
+    }
+    match response.mutated_object {
+        None => println!("accepted unchanged"),
+        Some(mutated) => {
+            let patch = json_patch::diff(&pod, &mutated);
+            println!(
+                "accepted with {} patch operations (the JSON Patch the policy server sends):",
+                patch.0.len()
+            );
+            println!("{}\n", serde_json::to_string_pretty(&patch)?);
+            println!("mutated pod:\n{}", serde_yaml::to_string(&mutated)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_args() -> Result<Args> {
+    let mut args = Args {
+        cloud: "aws".into(),
+        pod: None,
+        settings: None,
+        module: default_module_path(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--cloud" => args.cloud = value()?,
+            "--pod" => args.pod = Some(value()?.into()),
+            "--settings" => args.settings = Some(value()?.into()),
+            "--module" => args.module = value()?.into(),
+            "-h" | "--help" => {
+                println!(
+                    "preview [--cloud aws|azure|gcp|oci] [--pod FILE] [--settings FILE] [--module FILE]"
+                );
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument {other:?}; see --help"),
+        }
+    }
+    if args.settings.is_none() && !["aws", "azure", "gcp", "oci"].contains(&args.cloud.as_str()) {
+        bail!(
+            "--cloud must be one of aws, azure, gcp, oci (got {:?})",
+            args.cloud
+        );
+    }
+    Ok(args)
+}
+
+/// A YAML or JSON file (JSON is YAML).
+fn read_document(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_yaml::from_str(&text)
+        .with_context(|| format!("{} is neither YAML nor JSON", path.display()))
+}
+
+/// The chart's `multinodeNetworking` block wherever it sits, else the document itself.
+fn settings_block(document: Value) -> Value {
+    fn find(value: &Value) -> Option<&Value> {
+        match value {
+            Value::Object(map) => map
+                .get("multinodeNetworking")
+                .or_else(|| map.values().find_map(find)),
+            Value::Array(items) => items.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(&document).cloned().unwrap_or(document)
+}

@@ -1,0 +1,183 @@
+//! A waPC host for the compiled policy, run the way the Kubewarden policy server runs it: the
+//! module in wasmtime with WASI, called through waPC with the policy server's payloads.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wapc::WapcHost;
+use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+
+pub mod cases;
+
+/// The policy module, compiled once.
+pub struct Policy {
+    pre: WasmtimeEngineProviderPre,
+}
+
+/// One instance of the module: its linear memory lives as long as this does, as a policy
+/// server's does across requests.
+pub struct Instance {
+    host: WapcHost,
+}
+
+/// The policy's answer to `validate`, as the policy server reads it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Response {
+    pub accepted: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    pub mutated_object: Option<Value>,
+    pub warnings: Option<Vec<String>>,
+}
+
+/// The policy's answer to `validate_settings`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SettingsResponse {
+    pub valid: bool,
+    pub message: Option<String>,
+}
+
+/// Where `make` puts the module; `POLICY_WASM` overrides it.
+pub fn default_module_path() -> PathBuf {
+    std::env::var_os("POLICY_WASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../policy.wasm"))
+}
+
+/// The policy at [`default_module_path`], compiled once per process.
+pub fn policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| {
+        let path = default_module_path();
+        Policy::load(&path).unwrap_or_else(|e| panic!("{e:#}\n(run `make policy.wasm` first)"))
+    })
+}
+
+impl Policy {
+    pub fn load(path: &Path) -> Result<Policy> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Self::from_bytes(&bytes)
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
+        let pre = WasmtimeEngineProviderBuilder::new()
+            .module_bytes(bytes)
+            .build_pre()
+            .context("cannot compile the policy module")?;
+        Ok(Policy { pre })
+    }
+
+    pub fn instance(&self) -> Result<Instance> {
+        let engine = self
+            .pre
+            .rehydrate(None)
+            .context("cannot instantiate the policy module")?;
+        let host = WapcHost::new(Box::new(engine), None).context("waPC initialisation failed")?;
+        Ok(Instance { host })
+    }
+}
+
+impl Instance {
+    /// Calls a waPC function with raw bytes; an `Err` is what the policy server reports as a
+    /// guest failure or trap.
+    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        self.host
+            .call(function, payload)
+            .map_err(|e| anyhow::anyhow!("guest call `{function}` failed: {e}"))
+    }
+
+    pub fn validate(&self, request: &Value, settings: &Value) -> Result<Response> {
+        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+        let answer = self.call("validate", &payload)?;
+        serde_json::from_slice(&answer).with_context(|| {
+            format!(
+                "validate answered something that is not a ValidationResponse: {}",
+                String::from_utf8_lossy(&answer)
+            )
+        })
+    }
+
+    pub fn validate_settings(&self, settings: &Value) -> Result<SettingsResponse> {
+        let answer = self.call("validate_settings", &serde_json::to_vec(settings)?)?;
+        serde_json::from_slice(&answer).with_context(|| {
+            format!(
+                "validate_settings answered {}",
+                String::from_utf8_lossy(&answer)
+            )
+        })
+    }
+}
+
+/// An AdmissionRequest as the API server sends it to the policy server for a pod.
+pub fn admission_request(operation: &str, kind: &Value, object: &Value) -> Value {
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .cloned()
+        .unwrap_or_else(|| json!("default"));
+    let name = object
+        .pointer("/metadata/name")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let options_kind = match operation {
+        "CREATE" => "CreateOptions",
+        "UPDATE" => "UpdateOptions",
+        "DELETE" => "DeleteOptions",
+        _ => "ConnectOptions",
+    };
+    json!({
+        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+        "kind": kind,
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": kind,
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": name,
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": {
+            "username": "system:serviceaccount:volcano-system:volcano-controllers",
+            "uid": "b0d3a1e8-5c3e-4f0e-9d39-6f3b0a7c1d22",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:volcano-system", "system:authenticated"]
+        },
+        "object": if operation == "DELETE" { Value::Null } else { object.clone() },
+        "oldObject": if operation == "CREATE" { Value::Null } else { object.clone() },
+        "dryRun": false,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind}
+    })
+}
+
+pub fn pod_kind() -> Value {
+    json!({"group": "", "version": "v1", "kind": "Pod"})
+}
+
+/// Checks what the policy server would do with a mutation: the JSON Patch it computes must only
+/// add (a `replace` is allowed only where the input held `null`), and applying it must give the
+/// mutated pod. Returns the patch.
+pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch> {
+    let patch = json_patch::diff(original, mutated);
+    for operation in &patch.0 {
+        match operation {
+            json_patch::PatchOperation::Add(_) => {}
+            json_patch::PatchOperation::Replace(r) => {
+                let before = original.pointer(r.path.as_str());
+                if !matches!(before, Some(Value::Null)) {
+                    bail!(
+                        "the patch replaces {} (was {:?}): the user's value was lost",
+                        r.path,
+                        before
+                    );
+                }
+            }
+            other => bail!("the patch does more than add: {other:?}"),
+        }
+    }
+    let mut patched = original.clone();
+    json_patch::patch(&mut patched, &patch).context("the patch does not apply to the original")?;
+    if &patched != mutated {
+        bail!("the patched object differs from the mutated object");
+    }
+    Ok(patch)
+}

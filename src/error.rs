@@ -1,0 +1,94 @@
+//! Why an opted-in pod is rejected. Each message says what is wrong, where, and what to do.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// A value the policy must read or extend has the wrong JSON type.
+    Malformed {
+        path: String,
+        expected: &'static str,
+    },
+    /// A device quantity that is not a whole number of devices.
+    Quantity {
+        container: String,
+        resource: String,
+        value: String,
+        problem: &'static str,
+    },
+    /// G × per-GPU devices does not fit in a count.
+    Overflow {
+        container: String,
+        resource: String,
+        gpus: u64,
+        per_gpu: u32,
+    },
+    /// More Multus attachments than the policy writes.
+    TooManyNetworks { network: String, wanted: u64 },
+    /// The Multus annotation is there but is not a network list.
+    UnreadableNetworks { value: String },
+}
+
+pub const MAX_NETWORKS: u64 = 128;
+
+impl Rejection {
+    /// The same problem, located under `prefix` (a container or the pod spec).
+    pub fn within(self, prefix: &str) -> Rejection {
+        match self {
+            Rejection::Malformed { path, expected } => Rejection::Malformed {
+                path: if path.is_empty() {
+                    prefix.to_string()
+                } else {
+                    format!("{prefix}.{path}")
+                },
+                expected,
+            },
+            other => other,
+        }
+    }
+}
+
+/// A JSON type mismatch at `path`, relative to whatever the caller is working on.
+pub fn malformed(path: &str, expected: &'static str) -> Rejection {
+    Rejection::Malformed {
+        path: path.to_string(),
+        expected,
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Malformed { path, expected } => write!(
+                f,
+                "{path} must be {expected}; multi-node networking cannot be injected into this pod until it is"
+            ),
+            Rejection::Quantity {
+                container,
+                resource,
+                value,
+                problem,
+            } => write!(
+                f,
+                "container {container:?} requests {resource} {value}, which {problem}; request a whole number of devices"
+            ),
+            Rejection::Overflow {
+                container,
+                resource,
+                gpus,
+                per_gpu,
+            } => write!(
+                f,
+                "container {container:?}: {gpus} GPUs × {per_gpu} {resource} per GPU is more devices than can be counted; check the GPU request"
+            ),
+            Rejection::TooManyNetworks { network, wanted } => write!(
+                f,
+                "the pod needs {wanted} {network} attachments (one per nvidia.com/mlnxnics device), more than the {MAX_NETWORKS} this policy writes; lower rdmaDevicesPerGPU or the GPUs per pod"
+            ),
+            Rejection::UnreadableNetworks { value } => write!(
+                f,
+                "annotation k8s.v1.cni.cncf.io/networks is {value:?}, which is neither \"ns/name,ns/name\" nor a JSON list of networks; fix it or remove it"
+            ),
+        }
+    }
+}

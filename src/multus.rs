@@ -1,0 +1,169 @@
+//! The Multus `k8s.v1.cni.cncf.io/networks` annotation: one attachment per SR-IOV device.
+//!
+//! The user's own value is kept as written (their other networks included) and only the missing
+//! attachments of our network are appended, in whichever of Multus's two forms the value uses.
+
+use serde_json::Value;
+
+use crate::error::{MAX_NETWORKS, Rejection};
+use crate::profile::Network;
+
+pub const ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+
+/// The annotation's new value when attachments are missing, `None` when it already has enough.
+pub fn merge(
+    existing: Option<&str>,
+    network: Network,
+    wanted: u64,
+) -> Result<Option<String>, Rejection> {
+    if wanted > MAX_NETWORKS {
+        return Err(Rejection::TooManyNetworks {
+            network: network.qualified(),
+            wanted,
+        });
+    }
+    let existing = existing.unwrap_or("");
+    let trimmed = existing.trim();
+    if trimmed.starts_with('[') {
+        merge_json(existing, network, wanted)
+    } else {
+        Ok(merge_short(existing, network, wanted))
+    }
+}
+
+/// `ns/name,ns/name@eth1`: entries are compared without the interface suffix.
+fn merge_short(existing: &str, network: Network, wanted: u64) -> Option<String> {
+    let ours = network.qualified();
+    let present = existing
+        .split(',')
+        .map(|entry| entry.trim().split('@').next().unwrap_or(""))
+        .filter(|entry| *entry == ours)
+        .count() as u64;
+    let missing = wanted.saturating_sub(present);
+    if missing == 0 {
+        return None;
+    }
+    let mut value = existing.trim().to_string();
+    for _ in 0..missing {
+        if !value.is_empty() {
+            value.push(',');
+        }
+        value.push_str(&ours);
+    }
+    Some(value)
+}
+
+/// `[{"name": "...", "namespace": "..."}]`: the text is kept byte for byte and our objects are
+/// inserted before the closing bracket, so nothing of the user's formatting or keys changes.
+fn merge_json(existing: &str, network: Network, wanted: u64) -> Result<Option<String>, Rejection> {
+    let unreadable = || Rejection::UnreadableNetworks {
+        value: existing.chars().take(200).collect(),
+    };
+    let entries: Vec<Value> = serde_json::from_str(existing).map_err(|_| unreadable())?;
+    let present = entries
+        .iter()
+        .filter(|e| {
+            e.get("name").and_then(Value::as_str) == Some(network.name)
+                && e.get("namespace").and_then(Value::as_str) == Some(network.namespace)
+        })
+        .count() as u64;
+    let missing = wanted.saturating_sub(present);
+    if missing == 0 {
+        return Ok(None);
+    }
+    let body = existing.trim_end();
+    let head = body.strip_suffix(']').ok_or_else(unreadable)?;
+    let entry = format!(
+        r#"{{"name":"{}","namespace":"{}"}}"#,
+        network.name, network.namespace
+    );
+    let mut value = head.to_string();
+    for i in 0..missing {
+        if i > 0 || !entries.is_empty() {
+            value.push(',');
+        }
+        value.push_str(&entry);
+    }
+    value.push(']');
+    Ok(Some(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRIOV: Network = Network {
+        namespace: "network-operator",
+        name: "sriov-net",
+    };
+
+    #[test]
+    fn absent_becomes_the_short_form() {
+        assert_eq!(
+            merge(None, SRIOV, 3).unwrap().as_deref(),
+            Some(
+                "network-operator/sriov-net,network-operator/sriov-net,network-operator/sriov-net"
+            )
+        );
+        assert_eq!(merge(None, SRIOV, 0).unwrap(), None);
+        assert_eq!(
+            merge(Some(""), SRIOV, 1).unwrap().as_deref(),
+            Some("network-operator/sriov-net")
+        );
+    }
+
+    #[test]
+    fn short_form_keeps_the_users_networks_and_counts_ours() {
+        let existing = "default/storage, network-operator/sriov-net@net1";
+        assert_eq!(
+            merge(Some(existing), SRIOV, 2).unwrap().as_deref(),
+            Some("default/storage, network-operator/sriov-net@net1,network-operator/sriov-net")
+        );
+        assert_eq!(merge(Some(existing), SRIOV, 1).unwrap(), None);
+        // Other namespaces do not count.
+        assert_eq!(
+            merge(Some("sriov-net"), SRIOV, 1).unwrap().as_deref(),
+            Some("sriov-net,network-operator/sriov-net")
+        );
+    }
+
+    #[test]
+    fn json_form_is_extended_in_place() {
+        let existing = r#"[ {"name": "storage", "namespace": "default", "interface": "net9"} ]"#;
+        assert_eq!(
+            merge(Some(existing), SRIOV, 2).unwrap().as_deref(),
+            Some(
+                r#"[ {"name": "storage", "namespace": "default", "interface": "net9"} ,{"name":"sriov-net","namespace":"network-operator"},{"name":"sriov-net","namespace":"network-operator"}]"#
+            )
+        );
+        assert_eq!(
+            merge(Some("[]"), SRIOV, 1).unwrap().as_deref(),
+            Some(r#"[{"name":"sriov-net","namespace":"network-operator"}]"#)
+        );
+        let done = r#"[{"namespace":"network-operator","name":"sriov-net"}]"#;
+        assert_eq!(merge(Some(done), SRIOV, 1).unwrap(), None);
+        // Idempotent: the merged value counts as complete.
+        let once = merge(Some("[]"), SRIOV, 4).unwrap().unwrap();
+        assert_eq!(merge(Some(&once), SRIOV, 4).unwrap(), None);
+    }
+
+    #[test]
+    fn limits_and_garbage() {
+        assert_eq!(
+            merge(None, SRIOV, 129).unwrap_err(),
+            Rejection::TooManyNetworks {
+                network: "network-operator/sriov-net".into(),
+                wanted: 129
+            }
+        );
+        assert!(merge(None, SRIOV, 128).is_ok());
+        assert!(matches!(
+            merge(Some("[{"), SRIOV, 1),
+            Err(Rejection::UnreadableNetworks { .. })
+        ));
+        assert!(matches!(
+            merge(Some(r#"["a"] x"#), SRIOV, 1),
+            Err(Rejection::UnreadableNetworks { .. })
+        ));
+    }
+}

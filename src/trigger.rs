@@ -1,0 +1,187 @@
+//! When the policy acts (SPEC section 2): a Pod CREATE, opted in by the trigger annotation, owned
+//! as configured. Decided from the peeked metadata alone.
+
+use crate::peek::{PodPeek, Request};
+use crate::settings::Config;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Not ours: accept unchanged.
+    Pass,
+    /// Not ours, but the user probably meant it to be: accept unchanged and say why.
+    PassWithWarning(String),
+    /// Opted in: decode the pod and inject.
+    Inject,
+}
+
+/// Whether `request` is a Pod CREATE; pods cannot be changed after creation, and a patch on
+/// UPDATE would be refused by the API server on every later update.
+pub fn is_pod_create(request: &Request<'_>) -> bool {
+    let kind = &request.kind.0;
+    request.operation.0.as_str() == Some("CREATE")
+        && kind.group.as_str().unwrap_or("").is_empty()
+        && kind.version.as_str() == Some("v1")
+        && kind.kind.as_str() == Some("Pod")
+}
+
+pub fn decide(pod: &PodPeek<'_>, config: &Config) -> Decision {
+    match pod.annotation(&config.trigger).and_then(|v| v.as_str()) {
+        Some("true") => {}
+        Some(value) if near_miss(value) => {
+            return Decision::PassWithWarning(format!(
+                "annotation {} is {value:?}; multi-node networking is injected only when it is exactly \"true\"",
+                config.trigger
+            ));
+        }
+        _ => return Decision::Pass,
+    }
+    if owner_matches(pod, config) {
+        Decision::Inject
+    } else {
+        Decision::PassWithWarning(format!(
+            "pod opted in to multi-node networking but no owner reference matches the policy's owner kinds ({}) and API groups ({}); nothing was injected",
+            config.owner_kinds.join(", "),
+            config.owner_groups.join(", ")
+        ))
+    }
+}
+
+/// A value someone who meant "true" might have written.
+fn near_miss(value: &str) -> bool {
+    let value = value.trim();
+    ["true", "yes", "y", "on", "1", "enabled", "enable"]
+        .iter()
+        .any(|meant| value.eq_ignore_ascii_case(meant))
+}
+
+/// Two independent conditions, as in the reference: some owner has a listed kind, and some owner
+/// has a listed API group. An empty list accepts any owner, or none.
+fn owner_matches(pod: &PodPeek<'_>, config: &Config) -> bool {
+    let kind_ok = config.owner_kinds.is_empty()
+        || pod.owners.iter().any(|o| {
+            o.kind
+                .as_str()
+                .is_some_and(|k| config.owner_kinds.iter().any(|want| want == k))
+        });
+    let group_ok = config.owner_groups.is_empty()
+        || pod.owners.iter().any(|o| {
+            o.api_version.as_str().is_some_and(|v| {
+                let group = v.rsplit_once('/').map_or("", |(group, _)| group);
+                config.owner_groups.iter().any(|want| want == group)
+            })
+        });
+    kind_ok && group_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use serde_json::value::RawValue;
+
+    fn config(extra: serde_json::Value) -> Config {
+        let mut settings = json!({"gcp": {"enabled": true}});
+        settings
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Config::from_value(&settings).unwrap()
+    }
+
+    fn decide_on(metadata: serde_json::Value, config: &Config) -> Decision {
+        let text = json!({"metadata": metadata}).to_string();
+        let raw: Box<RawValue> = serde_json::from_str(&text).unwrap();
+        decide(&PodPeek::read(&raw), config)
+    }
+
+    const OPTED_IN: &str = "nmp.nvidia.com/enable-multi-node-networking";
+
+    #[test]
+    fn volcano_pytorchjob_and_jobset_pods_are_ours() {
+        let defaults = config(json!({}));
+        for (api_version, kind) in [
+            ("batch.volcano.sh/v1alpha1", "Job"),
+            ("kubeflow.org/v1", "PyTorchJob"),
+            ("batch/v1", "Job"),
+            ("run.ai/v2alpha1", "RunaiJob"),
+        ] {
+            let metadata = json!({"annotations": {OPTED_IN: "true"}, "ownerReferences": [{"apiVersion": api_version, "kind": kind}]});
+            assert_eq!(
+                decide_on(metadata, &defaults),
+                Decision::Inject,
+                "{api_version} {kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_exact_string_true_opts_in() {
+        let owner = json!([{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}]);
+        let defaults = config(json!({}));
+        for value in ["false", "", "maybe"] {
+            let metadata = json!({"annotations": {OPTED_IN: value}, "ownerReferences": owner});
+            assert_eq!(decide_on(metadata, &defaults), Decision::Pass, "{value}");
+        }
+        for value in ["True", "TRUE", " true", "yes", "1", "on"] {
+            let metadata = json!({"annotations": {OPTED_IN: value}, "ownerReferences": owner});
+            let Decision::PassWithWarning(warning) = decide_on(metadata, &defaults) else {
+                panic!("{value}")
+            };
+            assert!(warning.contains(&format!("{value:?}")), "{warning}");
+        }
+        assert_eq!(
+            decide_on(json!({"ownerReferences": owner}), &defaults),
+            Decision::Pass
+        );
+        assert_eq!(
+            decide_on(
+                json!({"annotations": {OPTED_IN: true}, "ownerReferences": owner}),
+                &defaults
+            ),
+            Decision::Pass
+        );
+    }
+
+    #[test]
+    fn kind_and_group_are_separate_conditions() {
+        let defaults = config(json!({}));
+        let wrong_group = json!({"annotations": {OPTED_IN: "true"}, "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Job"}]});
+        assert!(
+            matches!(decide_on(wrong_group, &defaults), Decision::PassWithWarning(w) if w.contains("owner"))
+        );
+        let wrong_kind = json!({"annotations": {OPTED_IN: "true"}, "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob"}]});
+        assert!(matches!(
+            decide_on(wrong_kind, &defaults),
+            Decision::PassWithWarning(_)
+        ));
+        // Each condition may be met by a different owner.
+        let split = json!({"annotations": {OPTED_IN: "true"}, "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "Job"}, {"apiVersion": "batch/v1", "kind": "CronJob"}]});
+        assert_eq!(decide_on(split, &defaults), Decision::Inject);
+        let orphan = json!({"annotations": {OPTED_IN: "true"}});
+        assert!(matches!(
+            decide_on(orphan.clone(), &defaults),
+            Decision::PassWithWarning(_)
+        ));
+        let anyone = config(json!({"ownerKinds": [], "ownerApiGroups": []}));
+        assert_eq!(decide_on(orphan, &anyone), Decision::Inject);
+    }
+
+    #[test]
+    fn the_trigger_key_is_configurable() {
+        let custom = config(
+            json!({"triggerAnnotation": "example.com/fast-net", "ownerKinds": [], "ownerApiGroups": []}),
+        );
+        assert_eq!(
+            decide_on(
+                json!({"annotations": {"example.com/fast-net": "true"}}),
+                &custom
+            ),
+            Decision::Inject
+        );
+        assert_eq!(
+            decide_on(json!({"annotations": {OPTED_IN: "true"}}), &custom),
+            Decision::Pass
+        );
+    }
+}
