@@ -154,8 +154,9 @@ pub fn pod_kind() -> Value {
 }
 
 /// Checks what the policy server would do with a mutation: the JSON Patch it computes must only
-/// add (a `replace` is allowed only where the input held `null`), and applying it must give the
-/// mutated pod. Returns the patch.
+/// add, and applying it must give the mutated pod. A `replace` is allowed only where the input
+/// held `null`, or where it extends the user's string (the Multus network list) keeping all of
+/// its text. Returns the patch.
 pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch> {
     let patch = json_patch::diff(original, mutated);
     for operation in &patch.0 {
@@ -163,7 +164,17 @@ pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Pa
             json_patch::PatchOperation::Add(_) => {}
             json_patch::PatchOperation::Replace(r) => {
                 let before = original.pointer(r.path.as_str());
-                if !matches!(before, Some(Value::Null)) {
+                let extends = |old: &str| {
+                    let kept = old.trim_end();
+                    let kept = kept.strip_suffix(']').unwrap_or(kept);
+                    r.value.as_str().is_some_and(|new| new.len() > old.len() && new.starts_with(kept))
+                };
+                let allowed = match before {
+                    Some(Value::Null) => true,
+                    Some(Value::String(old)) => extends(old),
+                    _ => false,
+                };
+                if !allowed {
                     bail!(
                         "the patch replaces {} (was {:?}): the user's value was lost",
                         r.path,
