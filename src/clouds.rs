@@ -44,18 +44,20 @@ fn host_path(name: &'static str, path: &'static str) -> Volume {
 
 // AWS: Elastic Fabric Adapter.
 const AWS_EFA_RESOURCE: &str = "vpc.amazonaws.com/efa";
-const AWS_ENV: &[EnvVar] = &[env("FI_EFA_USE_HUGE_PAGE", "0")];
+const AWS_ENV: &[&[EnvVar]] = &[&[env("FI_EFA_USE_HUGE_PAGE", "0")]];
 const AWS_MOUNTS: &[Mount] = &[
     read_only("amazon-efa", "/opt/amazon-efa-ofi"),
     SHARED_MEMORY_MOUNT,
 ];
 
-// Azure: InfiniBand through the RDMA shared device plugin.
-const AZURE_ENV: &[EnvVar] = &[
+// Azure and OCI share the InfiniBand base of NCCL, Open MPI and UCX settings; Azure adds its
+// topology file in the middle, OCI its InfiniBand tuning at the end.
+const RDMA_BASE_HEAD: &[EnvVar] = &[
     env("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
     env("NCCL_IB_PCI_RELAXED_ORDERING", "1"),
     env("NCCL_SOCKET_IFNAME", "eth0"),
-    env("NCCL_TOPO_FILE", "/etc/nccl/nccl-topo.xml"),
+];
+const RDMA_BASE_TAIL: &[EnvVar] = &[
     env("OMPI_MCA_coll_hcoll_enable", "0"),
     env("OMPI_MCA_orte_keep_fqdn_hostnames", "t"),
     env("UCX_IB_PCI_RELAXED_ORDERING", "on"),
@@ -64,12 +66,19 @@ const AZURE_ENV: &[EnvVar] = &[
     env("UCX_TLS", "tcp"),
     env("KUBE_NODE_TYPE", "kube-gpu-node"),
 ];
+
+// Azure: InfiniBand through the RDMA shared device plugin.
+const AZURE_ENV: &[&[EnvVar]] = &[
+    RDMA_BASE_HEAD,
+    &[env("NCCL_TOPO_FILE", "/etc/nccl/nccl-topo.xml")],
+    RDMA_BASE_TAIL,
+];
 const AZURE_MOUNTS: &[Mount] = &[SHARED_MEMORY_MOUNT, read_only("nccl-topo", "/etc/nccl")];
 // RDMA needs to pin (lock) registered memory.
 const AZURE_CAPABILITIES: &[&str] = &["IPC_LOCK"];
 
 // GCP: GPUDirect-TCPXO on A3 Mega.
-const GCP_ENV: &[EnvVar] = &[
+const GCP_ENV: &[&[EnvVar]] = &[&[
     env("NCCL_FASTRAK_CTRL_DEV", "eth0"),
     env(
         "NCCL_FASTRAK_IFNAME",
@@ -106,7 +115,7 @@ const GCP_ENV: &[EnvVar] = &[
         "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY",
         "/dev/aperture_devices",
     ),
-];
+]];
 const GCP_MOUNTS: &[Mount] = &[
     mount("scratch", "/scratch"),
     SHARED_MEMORY_MOUNT,
@@ -170,22 +179,16 @@ const GCP_ANNOTATIONS: &[(&str, &str)] = &[
 
 // OCI: SR-IOV virtual functions of the Mellanox NICs, attached through Multus.
 const OCI_NICS_RESOURCE: &str = "nvidia.com/mlnxnics";
-const OCI_ENV: &[EnvVar] = &[
-    env("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
-    env("NCCL_IB_PCI_RELAXED_ORDERING", "1"),
-    env("NCCL_SOCKET_IFNAME", "eth0"),
-    env("OMPI_MCA_coll_hcoll_enable", "0"),
-    env("OMPI_MCA_orte_keep_fqdn_hostnames", "t"),
-    env("UCX_IB_PCI_RELAXED_ORDERING", "on"),
-    env("UCX_MEM_EVENTS", "n"),
-    env("UCX_NET_DEVICES", "eth0"),
-    env("UCX_TLS", "tcp"),
-    env("KUBE_NODE_TYPE", "kube-gpu-node"),
-    env("NCCL_IB_TC", "41"),
-    env("NCCL_IB_SL", "0"),
-    env("NCCL_IB_QPS_PER_CONNECTION", "4"),
-    env("NCCL_IB_GID_INDEX", "3"),
-    env("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
+const OCI_ENV: &[&[EnvVar]] = &[
+    RDMA_BASE_HEAD,
+    RDMA_BASE_TAIL,
+    &[
+        env("NCCL_IB_TC", "41"),
+        env("NCCL_IB_SL", "0"),
+        env("NCCL_IB_QPS_PER_CONNECTION", "4"),
+        env("NCCL_IB_GID_INDEX", "3"),
+        env("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
+    ],
 ];
 const OCI_MOUNTS: &[Mount] = &[SHARED_MEMORY_MOUNT];
 const OCI_NETWORK: Network = Network {
@@ -320,7 +323,7 @@ mod tests {
     #[test]
     fn names_and_paths_are_unique() {
         for p in all() {
-            unique("env", p.env.iter().map(|e| e.name));
+            unique("env", p.env_vars().map(|e| e.name));
             unique("mount name", p.mounts.iter().map(|m| m.volume));
             unique("mount path", p.mounts.iter().map(|m| m.path));
             unique("volume", p.volumes.iter().map(|v| v.name));
@@ -349,7 +352,7 @@ mod tests {
     #[test]
     fn every_string_is_valid_kubernetes() {
         for p in all() {
-            for e in p.env {
+            for e in p.env_vars() {
                 let c_identifier = e
                     .name
                     .bytes()

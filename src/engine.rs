@@ -195,7 +195,7 @@ fn inject_container(
     if let Some(cpu) = profile.default_cpu_request {
         changed |= default_cpu(container, cpu)?;
     }
-    changed |= add_env(container, profile.env)?;
+    changed |= add_env(container, profile.env_vars())?;
     changed |= add_mounts(
         container,
         profile

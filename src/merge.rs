@@ -64,10 +64,13 @@ fn append(parent: &mut Object, key: &str, additions: Vec<Value>) -> Result<bool,
 }
 
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
-pub fn add_env(container: &mut Object, vars: &[EnvVar]) -> Result<bool, Rejection> {
+pub fn add_env<'v>(
+    container: &mut Object,
+    vars: impl IntoIterator<Item = &'v EnvVar>,
+) -> Result<bool, Rejection> {
     let existing = list(container, "env")?;
     let missing = vars
-        .iter()
+        .into_iter()
         .filter(|var| !existing.iter().any(|e| name_of(e) == Some(var.name)))
         .map(|var| var.to_json())
         .collect();

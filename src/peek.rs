@@ -172,18 +172,32 @@ impl<'a, 'de: 'a> Lenient<'de> for Text<'a> {
 impl<'a, 'de: 'a> Lenient<'de> for Gvk<'a> {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
         let mut gvk = Gvk::default();
-        each_field(map, |key, map| {
-            let slot = match key {
-                "group" => &mut gvk.group,
-                "version" => &mut gvk.version,
-                "kind" => &mut gvk.kind,
-                _ => return skip(map),
-            };
-            *slot = map.next_value::<Loose<Text<'a>>>()?.0;
-            Ok(())
-        })?;
+        text_fields(
+            map,
+            &mut [
+                ("group", &mut gvk.group),
+                ("version", &mut gvk.version),
+                ("kind", &mut gvk.kind),
+            ],
+        )?;
         Ok(gvk)
     }
+}
+
+/// Reads the named string fields of an object into their slots and skips the rest.
+fn text_fields<'a, 'de: 'a, A: MapAccess<'de>>(
+    map: A,
+    slots: &mut [(&str, &mut Text<'a>)],
+) -> Result<(), A::Error> {
+    each_field(map, |key, map| {
+        match slots.iter_mut().find(|(name, _)| *name == key) {
+            Some((_, slot)) => {
+                **slot = map.next_value::<Loose<Text<'a>>>()?.0;
+                Ok(())
+            }
+            None => skip(map),
+        }
+    })
 }
 
 /// The pod object, of which only `metadata` is read.
@@ -251,15 +265,13 @@ impl<'a, 'de: 'a> Lenient<'de> for Owners<'a> {
 impl<'a, 'de: 'a> Lenient<'de> for Owner<'a> {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
         let mut owner = Owner::default();
-        each_field(map, |key, map| {
-            let slot = match key {
-                "kind" => &mut owner.kind,
-                "apiVersion" => &mut owner.api_version,
-                _ => return skip(map),
-            };
-            *slot = map.next_value::<Loose<Text<'a>>>()?.0;
-            Ok(())
-        })?;
+        text_fields(
+            map,
+            &mut [
+                ("kind", &mut owner.kind),
+                ("apiVersion", &mut owner.api_version),
+            ],
+        )?;
         Ok(owner)
     }
 }

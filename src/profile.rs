@@ -10,8 +10,8 @@ pub struct Profile {
     pub device: Option<Device>,
     /// `requests.cpu` for a GPU container that sets no cpu request or limit.
     pub default_cpu_request: Option<&'static str>,
-    /// Appended to each GPU container, in this order.
-    pub env: &'static [EnvVar],
+    /// Appended to each GPU container, in this order: groups of variables, flattened.
+    pub env: &'static [&'static [EnvVar]],
     /// Added to each GPU container, in this order.
     pub mounts: &'static [Mount],
     /// Pod volumes, added in this order where something mounts them.
@@ -85,6 +85,12 @@ pub struct Sidecar {
 pub struct Network {
     pub namespace: &'static str,
     pub name: &'static str,
+}
+
+impl Profile {
+    pub fn env_vars(&self) -> impl Iterator<Item = &'static EnvVar> + use<> {
+        self.env.iter().flat_map(|group| group.iter())
+    }
 }
 
 impl EnvVar {
