@@ -358,3 +358,191 @@ impl SeccompAnnotations {
         Ok(found)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Cloud;
+
+    fn azure() -> Profile {
+        Profile::for_cloud(&Cloud::Azure {
+            rdma_per_gpu: 2,
+            rdma_device_name: "hca_shared_devices_a".into(),
+            topology_config_map: "nccl-topo".into(),
+        })
+    }
+
+    fn oci() -> Profile {
+        Profile::for_cloud(&Cloud::Oci { rdma_per_gpu: 8 })
+    }
+
+    fn gpu_container(name: &str, gpus: Value) -> Value {
+        json!({"name": name, "image": "trainer", "resources": {"limits": {GPU_RESOURCE: gpus}}})
+    }
+
+    fn pod(containers: Vec<Value>) -> Value {
+        json!({"metadata": {"name": "w"}, "spec": {"containers": containers}})
+    }
+
+    /// Injects, then checks that a second pass is a no-op.
+    fn inject_twice(pod: &mut Value, profile: &Profile) -> Outcome {
+        let outcome = inject(pod, profile).unwrap();
+        let before = pod.clone();
+        let again = inject(pod, profile).unwrap();
+        assert!(!again.changed, "second pass changed the pod");
+        assert_eq!(*pod, before);
+        outcome
+    }
+
+    #[test]
+    fn every_cloud_is_idempotent_on_a_bare_worker() {
+        for cloud in [
+            Cloud::Aws { efa_per_gpu: 4 },
+            Cloud::Gcp,
+            Cloud::Oci { rdma_per_gpu: 8 },
+        ] {
+            let mut p = pod(vec![gpu_container("t", json!("8"))]);
+            assert!(inject_twice(&mut p, &Profile::for_cloud(&cloud)).changed);
+        }
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        assert!(inject_twice(&mut p, &azure()).changed);
+    }
+
+    #[test]
+    fn no_gpu_container_means_a_warning_and_no_change() {
+        for spec in [
+            json!(null),
+            json!({"containers": null}),
+            json!({"containers": [{"name": "cpu"}]}),
+        ] {
+            let mut p = json!({"spec": spec});
+            let before = p.clone();
+            let outcome = inject(&mut p, &oci()).unwrap();
+            assert!(!outcome.changed && outcome.warnings[0].contains(GPU_RESOURCE));
+            assert_eq!(p, before);
+        }
+        let mut zero = pod(vec![gpu_container("t", json!("0"))]);
+        assert!(!inject(&mut zero, &oci()).unwrap().changed);
+    }
+
+    #[test]
+    fn a_limits_only_device_is_copied_to_requests_and_kept() {
+        let mut c = gpu_container("t", json!("8"));
+        c["resources"]["limits"]["rdma/hca_shared_devices_a"] = json!("1");
+        let mut p = pod(vec![c]);
+        inject_twice(&mut p, &azure());
+        let resources = &p["spec"]["containers"][0]["resources"];
+        assert_eq!(
+            resources["requests"]["rdma/hca_shared_devices_a"],
+            json!("1")
+        );
+        assert_eq!(resources["limits"]["rdma/hca_shared_devices_a"], json!("1"));
+    }
+
+    #[test]
+    fn multus_counts_the_devices_of_every_gpu_container() {
+        let mut user_set = gpu_container("b", json!(1));
+        user_set["resources"]["limits"]["nvidia.com/mlnxnics"] = json!(3);
+        let mut p = pod(vec![
+            gpu_container("a", json!("2")),
+            user_set,
+            json!({"name": "sidecar"}),
+        ]);
+        inject_twice(&mut p, &oci());
+        let networks = p["metadata"]["annotations"][multus::ANNOTATION]
+            .as_str()
+            .unwrap();
+        assert_eq!(networks.split(',').count(), 16 + 3);
+        assert!(
+            p["spec"]["containers"][2].get("env").is_none(),
+            "non-GPU container touched"
+        );
+    }
+
+    #[test]
+    fn hardening_only_where_the_api_server_accepts_it() {
+        let mut privileged = gpu_container("privileged", json!(1));
+        privileged["securityContext"] = json!({"privileged": true});
+        let mut sys_admin = gpu_container("sys-admin", json!(1));
+        sys_admin["securityContext"] = json!({"capabilities": {"add": ["cap_sys_admin"]}});
+        let mut chosen = gpu_container("chosen", json!(1));
+        chosen["securityContext"] =
+            json!({"allowPrivilegeEscalation": true, "seccompProfile": {"type": "Unconfined"}});
+        let legacy = gpu_container("legacy", json!(1));
+        let plain = gpu_container("plain", json!(1));
+        let mut p = pod(vec![privileged, sys_admin, chosen, legacy, plain]);
+        p["metadata"]["annotations"] =
+            json!({"container.seccomp.security.alpha.kubernetes.io/legacy": "runtime/default"});
+        inject_twice(&mut p, &azure());
+        let sc = |i: usize| p["spec"]["containers"][i]["securityContext"].clone();
+        assert_eq!(sc(0).get("allowPrivilegeEscalation"), None);
+        assert_eq!(sc(1).get("allowPrivilegeEscalation"), None);
+        assert_eq!(
+            sc(1)["capabilities"]["add"],
+            json!(["cap_sys_admin", "IPC_LOCK"])
+        );
+        assert_eq!(sc(2)["allowPrivilegeEscalation"], json!(true));
+        assert_eq!(sc(2)["seccompProfile"], json!({"type": "Unconfined"}));
+        assert_eq!(sc(3).get("seccompProfile"), None);
+        assert_eq!(sc(3)["allowPrivilegeEscalation"], json!(false));
+        assert_eq!(sc(4)["seccompProfile"], json!({"type": "RuntimeDefault"}));
+
+        let mut pod_level = pod(vec![gpu_container("t", json!(1))]);
+        pod_level["spec"]["securityContext"] =
+            json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "x.json"}});
+        inject_twice(&mut pod_level, &azure());
+        assert_eq!(
+            pod_level["spec"]["containers"][0]["securityContext"].get("seccompProfile"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_conflicting_volume_is_kept_and_not_mounted() {
+        let mut p = pod(vec![gpu_container("t", json!(1))]);
+        p["spec"]["volumes"] = json!([{"name": "nccl-topo", "configMap": {"name": "my-topology"}}]);
+        let outcome = inject_twice(&mut p, &azure());
+        assert_eq!(outcome.warnings.len(), 1);
+        assert!(outcome.warnings[0].contains("\"nccl-topo\""));
+        let mounts = p["spec"]["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap();
+        assert!(mounts.iter().all(|m| m["name"] != "nccl-topo"));
+        assert_eq!(
+            p["spec"]["volumes"][0],
+            json!({"name": "nccl-topo", "configMap": {"name": "my-topology"}})
+        );
+        assert_eq!(
+            p["spec"]["volumes"].as_array().unwrap().len(),
+            2,
+            "nv-shared-memory added, nothing else"
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_rejections_that_name_the_path() {
+        let mut c = gpu_container("t", json!(1));
+        c["env"] = json!("FOO=1");
+        let error = inject(&mut pod(vec![c]), &oci()).unwrap_err();
+        assert_eq!(error, malformed("spec.containers[0].env", "a list"));
+        assert!(
+            error
+                .to_string()
+                .starts_with("spec.containers[0].env must be a list")
+        );
+
+        let error = inject(&mut json!({"spec": {"containers": [7]}}), &oci()).unwrap_err();
+        assert_eq!(error, malformed("spec.containers[0]", "an object"));
+        let error = inject(&mut pod(vec![gpu_container("t", json!("1500m"))]), &oci()).unwrap_err();
+        assert!(
+            matches!(&error, Rejection::Quantity { container, value, .. } if container == "t" && value == "\"1500m\"")
+        );
+    }
+
+    #[test]
+    fn a_device_count_that_overflows_is_refused() {
+        let big = json!(u64::MAX / 2);
+        let error = inject(&mut pod(vec![gpu_container("t", big)]), &oci()).unwrap_err();
+        assert!(matches!(error, Rejection::Overflow { per_gpu: 8, .. }));
+    }
+}
