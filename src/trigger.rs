@@ -38,11 +38,16 @@ pub fn decide(pod: &PodPeek<'_>, config: &Config) -> Decision {
     if owner_matches(pod, config) {
         Decision::Inject
     } else {
-        Decision::PassWithWarning(format!(
-            "pod opted in to multi-node networking but no owner reference matches the policy's owner kinds ({}) and API groups ({}); nothing was injected",
-            config.owner_kinds.join(", "),
-            config.owner_groups.join(", ")
-        ))
+        let owner = pod
+            .owners
+            .iter()
+            .find_map(|o| Some((o.api_version.as_str()?, o.kind.as_str()?)));
+        Decision::PassWithWarning(match owner {
+            Some((api_version, kind)) => format!(
+                "multi-node networking not injected: owner {api_version} {kind} is not in the policy's ownerKinds and ownerApiGroups"
+            ),
+            None => "multi-node networking not injected: the pod has no owner reference, and the policy's ownerKinds and ownerApiGroups require one".to_string(),
+        })
     }
 }
 
