@@ -27,8 +27,16 @@ preview: policy.wasm
 	$(CARGO) run --locked -q -p e2e-tests --bin preview -- --cloud $(CLOUD) \
 		$(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
 
+# Benchmarks (not tests): the policy against a baseline module on the same SDK (BENCHMARKS.md).
+# The host is built with the bench-host profile: optimized, without the module's slow lto.
+.PHONY: bench
+bench: policy.wasm | wasm-target
+	$(CARGO) build --locked --release --target $(WASM_TARGET) -p baseline-policy
+	$(CARGO) run --locked -q --profile bench-host -p e2e-tests --bin bench -- --policy policy.wasm \
+		--baseline target/$(WASM_TARGET)/release/baseline_policy.wasm $(BENCH_ARGS)
+
 .PHONY: test
-test: fmt-check lint unit-tests e2e-tests
+test: fmt-check lint unit-tests e2e-tests registry-test
 
 .PHONY: unit-tests
 unit-tests:
@@ -37,6 +45,12 @@ unit-tests:
 .PHONY: e2e-tests
 e2e-tests: policy.wasm
 	POLICY_WASM=$(CURDIR)/policy.wasm $(CARGO) test --locked -p e2e-tests
+
+# Pushes policy.wasm to a real registry (Debian's docker-registry on 127.0.0.1, installed if
+# missing) and pulls it back; the script stops the registries it started.
+.PHONY: registry-test
+registry-test: policy.wasm
+	CARGO="$(CARGO)" POLICY_WASM=$(CURDIR)/policy.wasm bash publish/registry-test.sh
 
 .PHONY: rust-tools
 rust-tools:
@@ -58,6 +72,47 @@ lint: rust-tools
 # Embeds policy-metadata.yml and the README into the module, as `kwctl push` expects.
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
 	$(KWCTL) annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+# Publishes policy.wasm as an OCI artifact with Kubewarden's media types, for `registry://` module
+# URLs: make push REGISTRY=host/repo:tag (OCI_USERNAME/OCI_PASSWORD for credentials).
+.PHONY: push
+push: registry-given policy.wasm
+	$(CARGO) run --locked -q -p publish -- push policy.wasm $(REGISTRY)
+
+# The same with kwctl, for machines that have it: pushes the annotated module.
+.PHONY: kwctl-push
+kwctl-push: registry-given annotated-policy.wasm
+	$(KWCTL) push annotated-policy.wasm registry://$(patsubst registry://%,%,$(REGISTRY))
+
+.PHONY: registry-given
+registry-given:
+	@test -n "$(REGISTRY)" || { echo 'usage: make $(MAKECMDGOALS) REGISTRY=host/repo:tag' >&2; exit 1; }
+
+# Coverage-guided fuzzing of the policy's entry points (not part of `make test`): cargo-fuzz on
+# nightly, both installed if missing. FUZZ_TIME seconds per target, or FUZZ_RUNS executions per
+# target when set; FUZZ_TARGETS chooses. Seeds come from the e2e cases (`make fuzz-corpus`);
+# crashes are written to fuzz/artifacts/<target>/.
+FUZZ_TARGETS ?= validate validate_settings opted_in
+FUZZ_TIME    ?= 60
+FUZZ_RUNS    ?=
+FUZZ_FLAGS   ?= --debug-assertions --sanitizer none
+
+.PHONY: fuzz-tools
+fuzz-tools:
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null 2>&1 || cargo +nightly install cargo-fuzz --locked
+
+.PHONY: fuzz-corpus
+fuzz-corpus:
+	$(CARGO) run --locked -q -p e2e-tests --bin fuzz-corpus -- fuzz/corpus
+
+.PHONY: fuzz
+fuzz: fuzz-tools fuzz-corpus
+	@set -e; for target in $(FUZZ_TARGETS); do \
+		echo "== fuzz $$target"; \
+		cargo +nightly fuzz run --fuzz-dir fuzz $(FUZZ_FLAGS) $$target fuzz/corpus/$$target -- \
+			$(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_TIME)) -print_final_stats=1; \
+	done
 
 .PHONY: clean
 clean:

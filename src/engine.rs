@@ -47,6 +47,20 @@ pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> 
         return Ok(outcome);
     };
 
+    // NCCL and every fabric here are Linux-only, and the API server forbids capabilities,
+    // allowPrivilegeEscalation and seccomp in Windows pods.
+    if spec
+        .get("os")
+        .and_then(|os| os.get("name"))
+        .and_then(Value::as_str)
+        == Some("windows")
+    {
+        outcome.warnings.push(
+            "pod opted in to multi-node networking but is a Windows pod (spec.os.name); nothing was injected".to_string(),
+        );
+        return Ok(outcome);
+    }
+
     let conflicts = conflicting_volumes(spec, &profile.volumes)?;
     for volume in &conflicts {
         outcome.warnings.push(format!(
@@ -537,6 +551,16 @@ mod tests {
         assert!(
             matches!(&error, Rejection::Quantity { container, value, .. } if container == "t" && value == "\"1500m\"")
         );
+    }
+
+    #[test]
+    fn windows_pods_are_left_alone() {
+        let mut p = pod(vec![gpu_container("t", json!(1))]);
+        p["spec"]["os"] = json!({"name": "windows"});
+        let before = p.clone();
+        let outcome = inject(&mut p, &azure()).unwrap();
+        assert!(!outcome.changed && outcome.warnings[0].contains("Windows"));
+        assert_eq!(p, before);
     }
 
     #[test]

@@ -43,7 +43,12 @@ fn merge_short(existing: &str, network: Network, wanted: u64) -> Option<String> 
     if missing == 0 {
         return None;
     }
-    let mut value = existing.trim().to_string();
+    // The user's text is kept as written; Multus trims the blanks around each entry itself.
+    let mut value = if existing.trim().is_empty() {
+        String::new()
+    } else {
+        existing.to_string()
+    };
     for _ in 0..missing {
         if !value.is_empty() {
             value.push(',');
@@ -120,6 +125,16 @@ mod tests {
             Some("default/storage, network-operator/sriov-net@net1,network-operator/sriov-net")
         );
         assert_eq!(merge(Some(existing), SRIOV, 1).unwrap(), None);
+        assert_eq!(
+            merge(Some(" default/storage "), SRIOV, 1)
+                .unwrap()
+                .as_deref(),
+            Some(" default/storage ,network-operator/sriov-net")
+        );
+        assert_eq!(
+            merge(Some("  "), SRIOV, 1).unwrap().as_deref(),
+            Some("network-operator/sriov-net")
+        );
         // Other namespaces do not count.
         assert_eq!(
             merge(Some("sriov-net"), SRIOV, 1).unwrap().as_deref(),

@@ -4,13 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wapc::WapcHost;
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
+pub mod bare;
 pub mod cases;
+#[path = "../../tests/support/patch_rule.rs"]
+mod patch_rule;
 
 /// The policy module, compiled once.
 pub struct Policy {
@@ -156,39 +159,7 @@ pub fn pod_kind() -> Value {
 /// Checks what the policy server would do with a mutation: the JSON Patch it computes must only
 /// add, and applying it must give the mutated pod. A `replace` is allowed only where the input
 /// held `null`, or where it extends the user's string (the Multus network list) keeping all of
-/// its text. Returns the patch.
+/// its text. Returns the patch. The rule is shared with the property tests of the policy crate.
 pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch> {
-    let patch = json_patch::diff(original, mutated);
-    for operation in &patch.0 {
-        match operation {
-            json_patch::PatchOperation::Add(_) => {}
-            json_patch::PatchOperation::Replace(r) => {
-                let before = original.pointer(r.path.as_str());
-                let extends = |old: &str| {
-                    let kept = old.trim_end();
-                    let kept = kept.strip_suffix(']').unwrap_or(kept);
-                    r.value.as_str().is_some_and(|new| new.len() > old.len() && new.starts_with(kept))
-                };
-                let allowed = match before {
-                    Some(Value::Null) => true,
-                    Some(Value::String(old)) => extends(old),
-                    _ => false,
-                };
-                if !allowed {
-                    bail!(
-                        "the patch replaces {} (was {:?}): the user's value was lost",
-                        r.path,
-                        before
-                    );
-                }
-            }
-            other => bail!("the patch does more than add: {other:?}"),
-        }
-    }
-    let mut patched = original.clone();
-    json_patch::patch(&mut patched, &patch).context("the patch does not apply to the original")?;
-    if &patched != mutated {
-        bail!("the patched object differs from the mutated object");
-    }
-    Ok(patch)
+    patch_rule::checked_patch(original, mutated).map_err(anyhow::Error::msg)
 }

@@ -1,0 +1,75 @@
+//! Writes the seed corpus of the fuzz targets (`make fuzz-corpus`) from the end-to-end cases:
+//! every case's request as a `validate` payload, every settings block as a `validate_settings`
+//! input, and every pod (and every expected mutated pod) as an `opted_in` input. File names are
+//! content hashes, so running it again adds nothing new.
+//!
+//! Usage: `fuzz-corpus [DIR]`, DIR defaulting to `fuzz/corpus`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use e2e_tests::admission_request;
+use e2e_tests::cases::{self, Case, SettingsCase};
+use serde_json::{Value, json};
+
+fn main() -> Result<()> {
+    let out = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "fuzz/corpus".into()),
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut written = 0;
+    for (_, case) in cases::load::<Case>(&root.join("cases"))? {
+        let request = admission_request(&case.operation, &case.kind, &case.object);
+        let payload = json!({"request": request, "settings": case.settings});
+        written += write(&out.join("validate"), &serde_json::to_vec(&payload)?)?;
+        written += write(
+            &out.join("validate_settings"),
+            &serde_json::to_vec(&case.settings)?,
+        )?;
+        let selector = selector(&case.settings);
+        for pod in std::iter::once(&case.object).chain(case.expect.pod.as_ref()) {
+            let mut input = vec![selector];
+            input.extend(serde_json::to_vec(pod)?);
+            written += write(&out.join("opted_in"), &input)?;
+        }
+    }
+    for (_, case) in cases::load::<SettingsCase>(&root.join("settings-cases"))? {
+        written += write(
+            &out.join("validate_settings"),
+            &serde_json::to_vec(&case.settings)?,
+        )?;
+    }
+    println!("{written} new seed inputs under {}", out.display());
+    Ok(())
+}
+
+/// The `opted_in` target's first byte for these settings: the cloud, and its per-GPU count.
+fn selector(settings: &Value) -> u8 {
+    let clouds = ["aws", "azure", "gcp", "oci"];
+    let cloud = clouds
+        .iter()
+        .position(|c| settings[c]["enabled"] == true)
+        .unwrap_or(0);
+    let block = &settings[clouds[cloud]];
+    let per_gpu = ["efaDevicesPerGPU", "rdmaDevicesPerGPU"]
+        .iter()
+        .find_map(|k| block[k].as_u64())
+        .unwrap_or(1);
+    (cloud as u8) | ((per_gpu.saturating_sub(1) % 16) as u8) << 2
+}
+
+/// Writes `bytes` under a name from their FNV-1a hash; 1 if the file is new.
+fn write(dir: &Path, bytes: &[u8]) -> Result<usize> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let path = dir.join(format!("{hash:016x}"));
+    if path.exists() {
+        return Ok(0);
+    }
+    std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(1)
+}

@@ -1,0 +1,369 @@
+//! Hardening inside the waPC host (issue 3): one instance answering thousands of requests keeps
+//! its linear memory size, and the worst pods we could think of are answered without a trap.
+//!
+//! A trap is a policy-server error, and with the default `failurePolicy: Fail` it blocks pod
+//! creation: every input here must get an answer. Timings are printed (`--nocapture`), and only
+//! bounded loosely, far above the policy server's 2 s budget, to catch a blow-up rather than to
+//! benchmark (that is `make bench`).
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use e2e_tests::bare::BareModule;
+use e2e_tests::{Instance, Response, admission_request, default_module_path, pod_kind, policy};
+use serde_json::{Value, json};
+
+const TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
+/// Far above the policy server's 2 s: a guard against quadratic blow-ups, not a benchmark.
+const LOOSE_BOUND: Duration = Duration::from_secs(10);
+
+fn bare_module() -> &'static BareModule {
+    static MODULE: OnceLock<BareModule> = OnceLock::new();
+    MODULE.get_or_init(|| {
+        let path = default_module_path();
+        let bytes = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}\n(run `make policy.wasm` first)", path.display()));
+        BareModule::from_bytes(&bytes).unwrap()
+    })
+}
+
+fn settings(cloud: &str) -> Value {
+    match cloud {
+        "aws" => json!({"aws": {"enabled": true, "efaDevicesPerGPU": 4}}),
+        "azure" => json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": 1}}),
+        "gcp" => json!({"gcp": {"enabled": true}}),
+        _ => json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": 8}}),
+    }
+}
+
+fn trainer(name: &str, gpus: &str) -> Value {
+    json!({
+        "name": name,
+        "image": "nvcr.io/nvidia/nemo:25.04",
+        "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}},
+    })
+}
+
+/// A Volcano worker pod, opted in.
+fn worker(containers: Vec<Value>) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "job-worker-0",
+            "namespace": "nemo-jobs",
+            "annotations": {TRIGGER: "true"},
+            "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "job", "uid": "u"}],
+        },
+        "spec": {"containers": containers, "restartPolicy": "OnFailure"},
+    })
+}
+
+fn payload(pod: &Value, settings: &Value) -> Vec<u8> {
+    let request = admission_request("CREATE", &pod_kind(), pod);
+    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap()
+}
+
+/// Calls `validate` on the policy-server-like host and reads the answer, timing the call alone.
+fn answer(instance: &Instance, name: &str, payload: &[u8]) -> Response {
+    let started = Instant::now();
+    let bytes = instance
+        .call("validate", payload)
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let took = started.elapsed();
+    let response: Response = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{name}: not a ValidationResponse ({e})"));
+    eprintln!(
+        "{name}: {:.1} MB in, {:.1} MB out, {took:.2?}, accepted={} mutated={} message={:?}",
+        payload.len() as f64 / 1e6,
+        bytes.len() as f64 / 1e6,
+        response.accepted,
+        response.mutated_object.is_some(),
+        response
+            .message
+            .as_deref()
+            .map(|m| m.chars().take(100).collect::<String>()),
+    );
+    assert!(
+        took < LOOSE_BOUND,
+        "{name} took {took:?}, far above the 2 s budget"
+    );
+    response
+}
+
+fn mutated(name: &str, response: &Response) -> Value {
+    assert!(
+        response.accepted,
+        "{name} was rejected: {:?}",
+        response.message
+    );
+    response
+        .mutated_object
+        .clone()
+        .unwrap_or_else(|| panic!("{name} was not mutated"))
+}
+
+#[test]
+fn thousands_of_evaluations_keep_the_memory_size() {
+    // A mix of every kind of answer: mutations for each cloud, passes, rejections, garbage.
+    let mut inputs: Vec<(&str, Vec<u8>)> = Vec::new();
+    for cloud in ["aws", "azure", "gcp", "oci"] {
+        let pod = worker(vec![trainer("trainer", "8"), json!({"name": "logger"})]);
+        inputs.push(("validate", payload(&pod, &settings(cloud))));
+        let mut not_ours = pod.clone();
+        not_ours["metadata"]["annotations"] = json!({});
+        inputs.push(("validate", payload(&not_ours, &settings(cloud))));
+        let fractional = worker(vec![trainer("trainer", "1500m")]);
+        inputs.push(("validate", payload(&fractional, &settings(cloud))));
+        inputs.push((
+            "validate_settings",
+            serde_json::to_vec(&settings(cloud)).unwrap(),
+        ));
+    }
+    inputs.push(("validate", b"{\"request\": ".to_vec()));
+    inputs.push((
+        "validate_settings",
+        br#"{"aws": {"enabled": true, "efaDevicesPerGpu": 4}}"#.to_vec(),
+    ));
+
+    let mut instance = bare_module().instance().unwrap();
+    let initial = instance.memory_size();
+    // The first round sizes the allocator's heap; later rounds must fit in it.
+    let expected: Vec<Vec<u8>> = inputs
+        .iter()
+        .map(|(function, input)| instance.call(function, input).unwrap())
+        .collect();
+    for (function, input) in &inputs {
+        instance.call(function, input).unwrap();
+    }
+    let warmed = instance.memory_size();
+
+    let rounds = 5000 / inputs.len() + 1;
+    let started = Instant::now();
+    for round in 0..rounds {
+        for ((function, input), first) in inputs.iter().zip(&expected) {
+            let answer = instance.call(function, input).unwrap();
+            assert_eq!(
+                &answer, first,
+                "round {round}: {function} answered differently on the same instance"
+            );
+        }
+    }
+    let calls = rounds * inputs.len();
+    let after = instance.memory_size();
+    eprintln!(
+        "linear memory: {initial} bytes after instantiation, {warmed} after two rounds of {} \
+         inputs, {after} after {calls} more calls ({:.2?})",
+        inputs.len(),
+        started.elapsed()
+    );
+    assert_eq!(
+        after, warmed,
+        "the module's linear memory grew from {warmed} to {after} bytes over {calls} calls"
+    );
+}
+
+#[test]
+fn a_thousand_gpu_containers() {
+    let instance = policy().instance().unwrap();
+    let containers: Vec<Value> = (0..1000)
+        .map(|i| trainer(&format!("trainer-{i}"), "1"))
+        .collect();
+    let pod = worker(containers);
+    for cloud in ["aws", "azure", "gcp"] {
+        let name = format!("1,000 GPU containers ({cloud})");
+        let response = answer(&instance, &name, &payload(&pod, &settings(cloud)));
+        let out = mutated(&name, &response);
+        assert_eq!(out["spec"]["containers"].as_array().unwrap().len(), 1000);
+        if cloud == "gcp" {
+            assert_eq!(out["spec"]["initContainers"].as_array().unwrap().len(), 1);
+        }
+    }
+    // OCI would need 8,000 Multus attachments: a rejection that says so.
+    let response = answer(
+        &instance,
+        "1,000 GPU containers (oci)",
+        &payload(&pod, &settings("oci")),
+    );
+    assert!(!response.accepted);
+    assert!(response.message.unwrap().contains("8000"));
+}
+
+#[test]
+fn five_thousand_env_entries() {
+    let instance = policy().instance().unwrap();
+    let mut container = trainer("trainer", "8");
+    // Ours among them, in the middle: they must be kept and not added twice.
+    let env: Vec<Value> = (0..5000)
+        .map(|i| match i {
+            2500 => json!({"name": "NCCL_SOCKET_IFNAME", "value": "ib0"}),
+            _ => json!({"name": format!("USER_VAR_{i}"), "value": i.to_string()}),
+        })
+        .collect();
+    container["env"] = Value::Array(env);
+    let pod = worker(vec![container]);
+    for cloud in ["azure", "gcp"] {
+        let name = format!("5,000 env entries ({cloud})");
+        let out = mutated(
+            &name,
+            &answer(&instance, &name, &payload(&pod, &settings(cloud))),
+        );
+        let env = out["spec"]["containers"][0]["env"].as_array().unwrap();
+        assert_eq!(
+            env[2500],
+            json!({"name": "NCCL_SOCKET_IFNAME", "value": "ib0"})
+        );
+        let names: std::collections::HashSet<_> = env.iter().map(|e| &e["name"]).collect();
+        assert_eq!(names.len(), env.len(), "an env name appears twice");
+    }
+}
+
+/// `spec.futureField` nested `depth` levels deep, as raw JSON text (built as text: the payload
+/// is as deep as serde_json allows, and this keeps the test's own recursion out of it).
+fn deep_payload(depth: usize, opted_in: bool, open: &str, close: &str) -> Vec<u8> {
+    let mut pod = worker(vec![trainer("trainer", "8")]);
+    if !opted_in {
+        pod["metadata"]["annotations"] = json!({});
+    }
+    pod["spec"]["futureField"] = json!("DEEP");
+    let text = String::from_utf8(payload(&pod, &settings("aws"))).unwrap();
+    let nested = format!("{}0{}", open.repeat(depth), close.repeat(depth));
+    text.replacen("\"DEEP\"", &nested, 1).into_bytes()
+}
+
+#[test]
+fn nesting_as_deep_as_serde_json_reads() {
+    let instance = policy().instance().unwrap();
+    for (kind, open, close) in [("lists", "[", "]"), ("objects", "{\"a\":", "}")] {
+        // The deepest payload serde_json reads whole, as the policy server reads the request.
+        let deepest = (1..1000)
+            .take_while(|&d| {
+                serde_json::from_slice::<Value>(&deep_payload(d, true, open, close)).is_ok()
+            })
+            .last()
+            .unwrap();
+        let name = format!("unknown field of {deepest} nested {kind}");
+        let out = mutated(
+            &name,
+            &answer(&instance, &name, &deep_payload(deepest, true, open, close)),
+        );
+        assert!(!out["spec"]["futureField"].is_null());
+        let name = format!("{name}, not opted in");
+        let response = answer(&instance, &name, &deep_payload(deepest, false, open, close));
+        assert!(response.accepted && response.mutated_object.is_none());
+        // The policy reads the pod apart from the envelope, so it reads a little deeper than
+        // that; past its own limit, and a hundred thousand levels down, the answer is a
+        // rejection, not a stack overflow.
+        let limit = (deepest..deepest + 10)
+            .find(|&d| {
+                // A mutated pod this deep is deeper than serde_json reads back: look at the text.
+                let response = instance
+                    .call("validate", &deep_payload(d, true, open, close))
+                    .unwrap();
+                response.starts_with(br#"{"accepted":false"#)
+            })
+            .expect("the policy reads any depth");
+        for depth in [limit, 100_000] {
+            let name = format!("unknown field of {depth} nested {kind}");
+            let response = answer(&instance, &name, &deep_payload(depth, true, open, close));
+            assert!(!response.accepted);
+            assert!(response.message.unwrap().contains("recursion limit"));
+            // Not opted in, the pod is not read beyond its metadata: it passes, however deep.
+            let name = format!("{name}, not opted in");
+            let response = answer(&instance, &name, &deep_payload(depth, false, open, close));
+            assert!(response.accepted && response.mutated_object.is_none());
+        }
+    }
+}
+
+#[test]
+fn very_long_strings_and_very_many_annotations() {
+    let instance = policy().instance().unwrap();
+
+    let mut pod = worker(vec![trainer("trainer", "8")]);
+    pod["metadata"]["annotations"]["example.com/huge"] = json!("x".repeat(8 << 20));
+    pod["spec"]["containers"][0]["image"] = json!(format!("registry/{}", "i".repeat(1 << 20)));
+    pod["spec"]["containers"][0]["env"] = json!([{"name": "BIG", "value": "v".repeat(1 << 20)}]);
+    let name = "8 MiB annotation, 1 MiB image and env value";
+    let out = mutated(
+        name,
+        &answer(&instance, name, &payload(&pod, &settings("gcp"))),
+    );
+    assert_eq!(
+        out["metadata"]["annotations"]["example.com/huge"]
+            .as_str()
+            .unwrap()
+            .len(),
+        8 << 20
+    );
+
+    let mut pod = worker(vec![trainer("trainer", "8")]);
+    for i in 0..10_000 {
+        pod["metadata"]["annotations"][format!("example.com/annotation-{i}")] =
+            json!(i.to_string());
+    }
+    let name = "10,000 annotations";
+    let out = mutated(
+        name,
+        &answer(&instance, name, &payload(&pod, &settings("gcp"))),
+    );
+    assert_eq!(
+        out["metadata"]["annotations"].as_object().unwrap().len(),
+        10_000 + 1 + 3
+    );
+
+    // The trigger key as the last of 10,000 ownerReferences and 10,000 volumes.
+    let mut pod = worker(vec![trainer("trainer", "8")]);
+    let mut owners: Vec<Value> = (0..10_000)
+        .map(|i| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("rs-{i}"), "uid": "u"}))
+        .collect();
+    owners.push(
+        json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "j", "uid": "u"}),
+    );
+    pod["metadata"]["ownerReferences"] = Value::Array(owners);
+    pod["spec"]["volumes"] = Value::Array(
+        (0..10_000)
+            .map(|i| json!({"name": format!("data-{i}"), "emptyDir": {}}))
+            .collect(),
+    );
+    let name = "10,000 owners and 10,000 volumes";
+    let out = mutated(
+        name,
+        &answer(&instance, name, &payload(&pod, &settings("aws"))),
+    );
+    assert_eq!(out["spec"]["volumes"].as_array().unwrap().len(), 10_002);
+
+    // A Multus list of 10,000 user networks: kept, ours appended.
+    let mut pod = worker(vec![trainer("trainer", "2")]);
+    let users: Vec<String> = (0..10_000).map(|i| format!("default/net-{i}")).collect();
+    pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = json!(users.join(","));
+    let name = "10,000 user Multus networks";
+    let out = mutated(
+        name,
+        &answer(&instance, name, &payload(&pod, &settings("oci"))),
+    );
+    let networks = out["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+        .as_str()
+        .unwrap();
+    assert_eq!(networks.split(',').count(), 10_000 + 16);
+}
+
+#[test]
+fn a_bad_quantity_in_a_huge_pod_is_named() {
+    let instance = policy().instance().unwrap();
+    let mut containers: Vec<Value> = (0..999)
+        .map(|i| trainer(&format!("trainer-{i}"), "1"))
+        .collect();
+    containers.push(trainer("the-odd-one", "1.5"));
+    let response = answer(
+        &instance,
+        "999 good GPU containers and one fractional",
+        &payload(&worker(containers), &settings("aws")),
+    );
+    assert!(!response.accepted);
+    let message = response.message.unwrap();
+    assert!(
+        message.contains("the-odd-one") && message.contains("1.5"),
+        "{message}"
+    );
+}

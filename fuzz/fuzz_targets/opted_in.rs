@@ -1,0 +1,92 @@
+//! Structured: the fuzzer's bytes become an opted-in pod, so that it spends its time in the merge
+//! engine instead of in the envelope and the trigger.
+//!
+//! Input: one byte choosing the cloud (`b % 4`: aws, azure, gcp, oci) and its per-GPU count
+//! (`1 + (b >> 2) % 16`), then the pod as JSON. A pod that is a JSON object gets the trigger
+//! annotation and a Volcano owner where its metadata can hold them; it is then sent as a Pod
+//! CREATE with valid settings. Beyond "no panic", a mutation must only add to the pod (the rule
+//! of `tests/support/patch_rule.rs`) and a second pass over it must change nothing.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use multinode_networking_policy::admission::{self, Verdict};
+use serde_json::{Value, json};
+
+#[path = "../../tests/support/patch_rule.rs"]
+mod patch_rule;
+
+const TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
+
+fn settings(selector: u8) -> Value {
+    let per_gpu = 1 + u64::from(selector >> 2) % 16;
+    match selector % 4 {
+        0 => json!({"aws": {"enabled": true, "efaDevicesPerGPU": per_gpu}}),
+        1 => json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": per_gpu}}),
+        2 => json!({"gcp": {"enabled": true}}),
+        _ => json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": per_gpu}}),
+    }
+}
+
+/// Opts the pod in where its metadata is an object (or absent); leaves other shapes as they are.
+fn opt_in(pod: &mut Value) {
+    let Some(pod) = pod.as_object_mut() else {
+        return;
+    };
+    let metadata = pod.entry("metadata").or_insert_with(|| json!({}));
+    let Some(metadata) = metadata.as_object_mut() else {
+        return;
+    };
+    let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(annotations) = annotations.as_object_mut() {
+        annotations.insert(TRIGGER.into(), "true".into());
+    }
+    if !metadata.contains_key("ownerReferences") {
+        metadata.insert(
+            "ownerReferences".into(),
+            json!([{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j", "uid": "u"}]),
+        );
+    }
+}
+
+fn payload(pod: &Value, settings: &Value) -> Vec<u8> {
+    let request = json!({
+        "uid": "1", "operation": "CREATE",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "object": pod, "oldObject": null,
+    });
+    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap_or_default()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(mut pod) = serde_json::from_slice::<Value>(rest) else {
+        return;
+    };
+    opt_in(&mut pod);
+    let settings = settings(selector);
+    let bytes = payload(&pod, &settings);
+    // Compare with the pod as the policy reads it: serde_json does not read back every float it
+    // writes (4.2e93 comes back as 4.2000000000000005e93), which no Kubernetes pod holds; the
+    // regression test `regression_floats_survive_the_round_trip` pins that apart.
+    let Some(pod) = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|p| p.pointer("/request/object").cloned())
+    else {
+        return;
+    };
+    let verdict = admission::evaluate(&bytes);
+    let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).expect("JSON answer");
+    assert!(answer["accepted"].is_boolean());
+    if let Verdict::Mutate { pod: mutated, .. } = verdict {
+        assert_ne!(mutated, pod, "a mutation that changes nothing");
+        if let Err(e) = patch_rule::checked_patch(&pod, &mutated) {
+            panic!("{e}\ninput: {pod}\nmutated: {mutated}");
+        }
+        match admission::evaluate(&payload(&mutated, &settings)) {
+            Verdict::Accept { .. } => {}
+            other => panic!("second pass answered {other:?}\ninput: {pod}\nmutated: {mutated}"),
+        }
+    }
+});
