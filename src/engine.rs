@@ -96,7 +96,7 @@ pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> 
         if !taken {
             list_mut(spec, "initContainers")
                 .map_err(|e| e.within("spec"))?
-                .push(sidecar.to_json());
+                .push(sidecar.to_json(&conflicts));
             outcome.changed = true;
         }
     }

@@ -156,7 +156,15 @@ fn normalized(volume: &Value) -> Value {
 }
 
 impl Sidecar {
-    pub fn to_json(&self) -> Value {
+    /// The container, without the mounts of `skipped` volumes (ones the pod defines differently:
+    /// like every other container, the sidecar never mounts a user's volume in place of ours).
+    pub fn to_json(&self, skipped: &[&str]) -> Value {
+        let mounts: Vec<Value> = self
+            .mounts
+            .iter()
+            .filter(|m| !skipped.contains(&m.volume))
+            .map(|m| m.to_json())
+            .collect();
         json!({
             "name": self.name,
             "image": self.image,
@@ -171,7 +179,7 @@ impl Sidecar {
             "securityContext": {"capabilities": {"add": self.capabilities}},
             "terminationMessagePath": "/dev/termination-log",
             "terminationMessagePolicy": "File",
-            "volumeMounts": self.mounts.iter().map(|m| m.to_json()).collect::<Vec<_>>(),
+            "volumeMounts": mounts,
         })
     }
 }

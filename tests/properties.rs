@@ -131,8 +131,8 @@ const MULTUS_VALUES: &[&str] = &[
     "sriov-net",
     "default/storage,",
     "default/storage  ",
-    // Leading blanks (" default/storage") are left out until the bug pinned by
-    // `regression_multus_short_form_keeps_leading_blanks` is fixed.
+    " default/storage ",
+    "  ",
     "[]",
     "[ ]\n",
     r#"[{"name":"storage","namespace":"default","interface":"net9"}]"#,
@@ -148,7 +148,7 @@ fn unknown_values() -> Vec<Value> {
         json!("opaque"),
         json!(null),
         json!({"nested": {"deeper": {"deepest": [{"k": "v"}]}}}),
-        json!({"ratio": 0.1, "big": 12345678901234567890u64, "neg": -7}),
+        json!({"ratio": 0.1, "big": 12345678901234567890u64, "neg": -7, "huge": 4.2e93, "tiny": 5e-324}),
     ]
 }
 
@@ -582,9 +582,8 @@ fn pod(trigger: String) -> impl Strategy<Value = Value> {
         proptest::option::of(select(unknown_values())),
         any::<bool>(),
         nulls(POD_NULLS),
-        // Windows pods (`spec.os.name: windows`) are left out until the finding pinned by
-        // `regression_windows_pods_get_linux_only_security_fields` is settled.
-        proptest::bool::weighted(0.0),
+        // A Windows pod (`spec.os.name: windows`) now and then.
+        proptest::bool::weighted(0.03),
     )
         .prop_map(
             move |(
@@ -1488,5 +1487,34 @@ fn regression_floats_survive_the_round_trip() {
         answer
             .split_once("futureField")
             .map_or("", |(_, rest)| &rest[..30])
+    );
+}
+
+#[test]
+fn regression_the_sidecar_does_not_mount_a_conflicting_volume() {
+    let pod = volcano_worker(
+        json!({TRIGGER: "true"}),
+        json!({
+            "volumes": [{"name": "nvtcpxo-sys", "hostPath": {"path": "/var/lib/other"}}],
+            "containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        }),
+    );
+    let Verdict::Mutate {
+        pod: mutated,
+        warnings,
+    } = evaluate(&pod, &json!({"gcp": {"enabled": true}}))
+    else {
+        panic!("expected a mutation");
+    };
+    assert!(warnings.iter().any(|w| w.contains("nvtcpxo-sys")));
+    let added = as_list(mutated.pointer("/spec/initContainers"));
+    let mounts: Vec<&Value> = added
+        .iter()
+        .flat_map(|c| as_list(c.get("volumeMounts")))
+        .filter(|m| m["name"] == "nvtcpxo-sys")
+        .collect();
+    assert!(
+        mounts.is_empty(),
+        "the sidecar mounts the user's volume: {mounts:?}"
     );
 }

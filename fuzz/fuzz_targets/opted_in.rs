@@ -67,15 +67,6 @@ fuzz_target!(|data: &[u8]| {
     opt_in(&mut pod);
     let settings = settings(selector);
     let bytes = payload(&pod, &settings);
-    // Compare with the pod as the policy reads it: serde_json does not read back every float it
-    // writes (4.2e93 comes back as 4.2000000000000005e93), which no Kubernetes pod holds; the
-    // regression test `regression_floats_survive_the_round_trip` pins that apart.
-    let Some(pod) = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|p| p.pointer("/request/object").cloned())
-    else {
-        return;
-    };
     let verdict = admission::evaluate(&bytes);
     let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).expect("JSON answer");
     assert!(answer["accepted"].is_boolean());

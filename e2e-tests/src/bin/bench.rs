@@ -1,8 +1,8 @@
 //! `make bench`: the cost of one `validate` call, measured against the floor of any Kubewarden
 //! policy. Not a test: it times, it asserts nothing about time.
 //!
-//!     bench [--policy FILE] [--baseline FILE] [--compare FILE]... [--quick] [--no-scaling]
-//!           [--only TEXT]
+//!     bench [--policy FILE] [--baseline FILE] [--compare FILE]... [--quick] [--rounds N]
+//!           [--no-scaling] [--only TEXT]
 //!
 //! The policy and the baseline module (`baseline/`: same SDK, same release profile) are loaded
 //! through the same waPC host as the end-to-end tests, one instance each, kept across calls as a
@@ -19,7 +19,8 @@
 //!
 //! `--compare` times other builds of the policy (another opt-level, say) beside `--policy`, on
 //! the same cases, interleaved the same way. `--only` keeps the cases whose name contains TEXT
-//! (the scaling rows are named `scaling CxE`); `--quick` takes fewer rounds.
+//! (the scaling rows are named `scaling CxE`); `--quick` takes fewer rounds, `--rounds` at least N
+//! (15 by default, more while a case has had less than 2.5 s).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ struct Args {
     baseline: PathBuf,
     compare: Vec<PathBuf>,
     quick: bool,
+    rounds: Option<usize>,
     no_scaling: bool,
     only: Option<String>,
 }
@@ -52,8 +54,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<()> {
     let args = parse_args()?;
-    let policy = Policy::load(&args.policy)?.instance()?;
-    let baseline = Policy::load(&args.baseline)?.instance()?;
+    let policy = Policy::load(&args.policy)?;
+    let baseline = Policy::load(&args.baseline)?;
     let bench = Bench {
         policy: &policy,
         baseline: &baseline,
@@ -62,7 +64,7 @@ fn run() -> Result<()> {
         } else {
             Duration::from_millis(2500)
         },
-        min_rounds: if args.quick { 3 } else { 15 },
+        min_rounds: args.rounds.unwrap_or(if args.quick { 3 } else { 15 }),
     };
     let wanted = |name: &str| args.only.as_deref().is_none_or(|only| name.contains(only));
 
@@ -84,7 +86,7 @@ fn run() -> Result<()> {
     println!(
         "Median time per `validate` call through waPC, including the host's copy of payload and answer.\n"
     );
-    let overhead = bench.samples(b"", &[(&policy, "protocol_version")])?;
+    let overhead = bench.samples(b"", &[(&policy.instance()?, "protocol_version")])?;
     println!(
         "waPC call overhead (`protocol_version`, empty payload): {}\n",
         micros(median(overhead[0].clone()))
@@ -98,9 +100,7 @@ fn run() -> Result<()> {
         if !wanted(&case.name) {
             continue;
         }
-        let payload = case.payload()?;
-        check(&policy, &baseline, &case, &payload)?;
-        let t = bench.measure(&payload)?;
+        let t = bench.measure(&case)?;
         let (ratio, limit) = match case.expect {
             Expect::Accept => (t.ratio_accept, 0.6),
             Expect::Mutate => (t.ratio_echo, 1.25),
@@ -113,7 +113,7 @@ fn run() -> Result<()> {
             "| {} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× | ≤ {limit}× {floor}: {} |",
             case.name,
             case.cloud,
-            kib(payload.len()),
+            kib(t.payload),
             micros(t.median[0]),
             micros(t.median[1]),
             micros(t.median[2]),
@@ -133,19 +133,14 @@ fn run() -> Result<()> {
         .filter(|(containers, env)| wanted(&format!("scaling {containers}x{env}")))
         .collect();
     if !grid.is_empty() && !args.no_scaling {
-        scaling(&bench, &policy, &baseline, &grid)?;
+        scaling(&bench, &grid)?;
     }
     Ok(())
 }
 
 /// Cost against containers × env entries, beside the echo floor's: linear if the ratio stays flat
 /// and the cost per container is flat at a fixed env count.
-fn scaling(
-    bench: &Bench<'_>,
-    policy: &Instance,
-    baseline: &Instance,
-    grid: &[(usize, usize)],
-) -> Result<()> {
+fn scaling(bench: &Bench<'_>, grid: &[(usize, usize)]) -> Result<()> {
     println!(
         "\n## Scaling: C containers of 1 GPU each ({SCALING_CLOUD} settings), E more env entries each\n"
     );
@@ -161,13 +156,11 @@ fn scaling(
             pod: stress_pod(containers, env),
             expect: Expect::Mutate,
         };
-        let payload = case.payload()?;
-        check(policy, baseline, &case, &payload)?;
-        let t = bench.measure(&payload)?;
+        let t = bench.measure(&case)?;
         println!(
             "| {containers} | {env} | {} | {} | {} | {} | {:.2}× | {} |",
             containers * env,
-            kib(payload.len()),
+            kib(t.payload),
             micros(t.median[0]),
             micros(t.median[2]),
             t.ratio_echo,
@@ -175,11 +168,27 @@ fn scaling(
         );
         ratios.push(t.ratio_echo);
     }
-    let (low, high) = ratios
+    // At a fixed E, a flat ratio over C means the policy's cost grows like the floor's: linearly.
+    let mut envs: Vec<usize> = grid.iter().map(|&(_, env)| env).collect();
+    envs.dedup();
+    envs.sort_unstable();
+    envs.dedup();
+    let spans: Vec<String> = envs
         .iter()
-        .fold((f64::MAX, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+        .map(|&env| {
+            let (low, high) = grid
+                .iter()
+                .zip(&ratios)
+                .filter(|((_, e), _)| *e == env)
+                .fold((f64::MAX, 0.0f64), |(lo, hi), (_, r)| {
+                    (lo.min(*r), hi.max(*r))
+                });
+            format!("E = {env}: {low:.2}–{high:.2}×")
+        })
+        .collect();
     println!(
-        "\npolicy / echo floor from {low:.2}× to {high:.2}× over the grid: the policy's cost grows as the floor's does"
+        "\npolicy / echo floor over C, per E ({}): flat means linear, as the floor is",
+        spans.join("; ")
     );
     Ok(())
 }
@@ -189,10 +198,8 @@ fn compare(bench: &Bench<'_>, args: &Args, wanted: &dyn Fn(&str) -> bool) -> Res
     let others = args
         .compare
         .iter()
-        .map(|path| Policy::load(path)?.instance())
+        .map(|path| Policy::load(path))
         .collect::<Result<Vec<_>>>()?;
-    let mut runners = vec![(bench.policy, "validate")];
-    runners.extend(others.iter().map(|instance| (instance, "validate")));
     let names: Vec<String> = std::iter::once(&args.policy)
         .chain(&args.compare)
         .map(|path| format!("{} ({})", path.display(), size_of(path).unwrap_or_default()))
@@ -204,6 +211,11 @@ fn compare(bench: &Bench<'_>, args: &Args, wanted: &dyn Fn(&str) -> bool) -> Res
         if !wanted(&case.name) {
             continue;
         }
+        let instances = std::iter::once(bench.policy)
+            .chain(&others)
+            .map(Policy::instance)
+            .collect::<Result<Vec<_>>>()?;
+        let runners: Vec<(&Instance, &str)> = instances.iter().map(|i| (i, "validate")).collect();
         let samples = bench.samples(&case.payload()?, &runners)?;
         let cells: Vec<String> = samples
             .iter()
@@ -227,6 +239,7 @@ fn parse_args() -> Result<Args> {
         baseline: root.join("target/wasm32-wasip1/release/baseline_policy.wasm"),
         compare: Vec::new(),
         quick: false,
+        rounds: None,
         no_scaling: false,
         only: None,
     };
@@ -240,9 +253,10 @@ fn parse_args() -> Result<Args> {
             "--only" => args.only = Some(value()?),
             "--quick" => args.quick = true,
             "--no-scaling" => args.no_scaling = true,
+            "--rounds" => args.rounds = Some(value()?.parse().context("--rounds")?),
             "-h" | "--help" => {
                 println!(
-                    "bench [--policy FILE] [--baseline FILE] [--compare FILE]... [--quick] [--no-scaling] [--only TEXT]"
+                    "bench [--policy FILE] [--baseline FILE] [--compare FILE]... [--quick] [--rounds N] [--no-scaling] [--only TEXT]"
                 );
                 std::process::exit(0);
             }
@@ -256,8 +270,9 @@ fn parse_args() -> Result<Args> {
 // Timing
 
 struct Bench<'a> {
-    policy: &'a Instance,
-    baseline: &'a Instance,
+    /// Each case gets fresh instances, so that no case inherits the heap another left behind.
+    policy: &'a Policy,
+    baseline: &'a Policy,
     /// Time spent on one payload, all three functions together.
     budget: Duration,
     min_rounds: usize,
@@ -265,22 +280,29 @@ struct Bench<'a> {
 
 /// Medians in ns per call, in the order policy, accept, echo; ratios paired within rounds.
 struct Timing {
+    payload: usize,
     median: [f64; 3],
     ratio_accept: f64,
     ratio_echo: f64,
 }
 
 impl Bench<'_> {
-    fn measure(&self, payload: &[u8]) -> Result<Timing> {
+    /// Checks the three answers, then times them.
+    fn measure(&self, case: &Case) -> Result<Timing> {
+        let payload = case.payload()?;
+        let policy = self.policy.instance()?;
+        let baseline = self.baseline.instance()?;
+        check(&policy, &baseline, case, &payload)?;
         let samples = self.samples(
-            payload,
+            &payload,
             &[
-                (self.policy, "validate"),
-                (self.baseline, "validate"),
-                (self.baseline, "validate_echo"),
+                (&policy, "validate"),
+                (&baseline, "validate"),
+                (&baseline, "validate_echo"),
             ],
         )?;
         Ok(Timing {
+            payload: payload.len(),
             ratio_accept: paired(&samples[0], &samples[1]),
             ratio_echo: paired(&samples[0], &samples[2]),
             median: [0, 1, 2].map(|i| median(samples[i].clone())),
