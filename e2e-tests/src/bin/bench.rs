@@ -170,7 +170,6 @@ fn scaling(bench: &Bench<'_>, grid: &[(usize, usize)]) -> Result<()> {
     }
     // At a fixed E, a flat ratio over C means the policy's cost grows like the floor's: linearly.
     let mut envs: Vec<usize> = grid.iter().map(|&(_, env)| env).collect();
-    envs.dedup();
     envs.sort_unstable();
     envs.dedup();
     let spans: Vec<String> = envs
