@@ -7,7 +7,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::engine::{self, Outcome};
-use crate::peek::{Envelope, PodPeek};
+use crate::peek::{self, Envelope};
 use crate::profile::Profile;
 use crate::settings::Config;
 use crate::trigger::{self, Decision};
@@ -44,17 +44,21 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
         Err(e) => return reject(format!("cannot read the admission request: {e}")),
     };
     let request = &envelope.request;
-    let Some(object) = request.object.filter(|_| trigger::is_pod_create(request)) else {
+    let Some(pod) = request
+        .object
+        .as_ref()
+        .filter(|_| trigger::is_pod_create(request))
+    else {
         return accept(Vec::new());
     };
     let config = match read_settings(envelope.settings) {
         Ok(config) => config,
         Err(message) => return reject(message),
     };
-    match trigger::decide(&PodPeek::read(object), &config) {
+    match trigger::decide(&pod.0.0, &config) {
         Decision::Pass => accept(Vec::new()),
         Decision::PassWithWarning(warning) => accept(vec![warning]),
-        Decision::Inject => inject(object, &config),
+        Decision::Inject => inject(payload, &config),
     }
 }
 
@@ -68,8 +72,8 @@ fn read_settings(raw: Option<&RawValue>) -> Result<Config, String> {
 }
 
 /// Only an opted-in pod is decoded whole, changed in place, and encoded once.
-fn inject(object: &RawValue, config: &Config) -> Verdict {
-    let mut pod: Value = match serde_json::from_str(object.get()) {
+fn inject(payload: &[u8], config: &Config) -> Verdict {
+    let mut pod = match peek::full_object(payload) {
         Ok(pod) => pod,
         Err(e) => return reject(format!("cannot read the pod: {e}")),
     };

@@ -68,10 +68,11 @@ pub fn add_env<'v>(
     container: &mut Object,
     vars: impl IntoIterator<Item = &'v EnvVar>,
 ) -> Result<bool, Rejection> {
-    let existing = list(container, "env")?;
+    // Names read once: a container may have hundreds of entries.
+    let existing: Vec<&str> = list(container, "env")?.iter().filter_map(name_of).collect();
     let missing = vars
         .into_iter()
-        .filter(|var| !existing.iter().any(|e| name_of(e) == Some(var.name)))
+        .filter(|var| !existing.contains(&var.name))
         .map(|var| var.to_json())
         .collect();
     append(container, "env", missing)
@@ -84,14 +85,14 @@ pub fn add_mounts<'m>(
     mounts: impl IntoIterator<Item = &'m Mount>,
 ) -> Result<bool, Rejection> {
     let existing = list(container, "volumeMounts")?;
+    let names: Vec<&str> = existing.iter().filter_map(name_of).collect();
+    let paths: Vec<&str> = existing
+        .iter()
+        .filter_map(|e| e.get("mountPath").and_then(Value::as_str))
+        .collect();
     let missing = mounts
         .into_iter()
-        .filter(|m| {
-            !existing.iter().any(|e| {
-                name_of(e) == Some(m.volume)
-                    || e.get("mountPath").and_then(Value::as_str) == Some(m.path)
-            })
-        })
+        .filter(|m| !names.contains(&m.volume) && !paths.contains(&m.path))
         .map(|m| m.to_json())
         .collect();
     append(container, "volumeMounts", missing)

@@ -1,5 +1,6 @@
-//! Reads only what the trigger needs from the admission payload, without building the pod as a
-//! JSON tree: most pods in a cluster are not opted in, and for them this is all the work done.
+//! Reads only what the trigger needs from the admission payload, in one pass and without building
+//! the pod as a JSON tree: most pods in a cluster are not opted in, and for them this is all the
+//! work done. An opted-in pod is read a second time, whole (see [`full_object`]).
 //!
 //! Every reader here is lenient: a field of the wrong JSON type reads as absent instead of failing
 //! the whole decode, because a pod that is not ours must pass untouched whatever it holds.
@@ -20,7 +21,8 @@ pub struct Envelope<'a> {
     pub settings: Option<&'a RawValue>,
 }
 
-/// The parts of the AdmissionRequest the decision needs; the object stays raw text.
+/// The parts of the AdmissionRequest the decision needs; of the object, only its metadata's
+/// annotations and owners. `object` is `None` when it is null (DELETE).
 #[derive(serde::Deserialize)]
 pub struct Request<'a> {
     #[serde(borrow, default)]
@@ -28,7 +30,21 @@ pub struct Request<'a> {
     #[serde(borrow, default)]
     pub kind: Loose<Gvk<'a>>,
     #[serde(borrow, default)]
-    pub object: Option<&'a RawValue>,
+    pub object: Option<Loose<Pod<'a>>>,
+}
+
+/// The request's object as a JSON tree: the second read, for an opted-in pod only.
+pub fn full_object(payload: &[u8]) -> serde_json::Result<serde_json::Value> {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        request: Request,
+    }
+    #[derive(serde::Deserialize)]
+    struct Request {
+        #[serde(default)]
+        object: serde_json::Value,
+    }
+    serde_json::from_slice::<Envelope>(payload).map(|e| e.request.object)
 }
 
 /// A value read leniently: the wrong JSON type reads as `T::default()`.
@@ -67,10 +83,9 @@ pub struct Owner<'a> {
 }
 
 impl<'a> PodPeek<'a> {
-    /// Reads the pod's metadata from its raw JSON. Invalid JSON reads as an empty pod; the
-    /// envelope decode has already checked the syntax.
-    pub fn read(object: &'a RawValue) -> PodPeek<'a> {
-        serde_json::from_str::<Loose<Pod<'a>>>(object.get())
+    /// Reads a pod's metadata from its JSON text; invalid JSON reads as an empty pod.
+    pub fn from_json(object: &'a str) -> PodPeek<'a> {
+        serde_json::from_str::<Loose<Pod<'a>>>(object)
             .map(|pod| pod.0.0)
             .unwrap_or_default()
     }
@@ -201,8 +216,8 @@ fn text_fields<'a, 'de: 'a, A: MapAccess<'de>>(
 }
 
 /// The pod object, of which only `metadata` is read.
-#[derive(Default)]
-struct Pod<'a>(PodPeek<'a>);
+#[derive(Debug, Default)]
+pub struct Pod<'a>(pub PodPeek<'a>);
 
 impl<'a, 'de: 'a> Lenient<'de> for Pod<'a> {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
@@ -281,8 +296,7 @@ mod tests {
     use super::*;
 
     fn peek(json: &str) -> PodPeek<'_> {
-        let raw: &RawValue = serde_json::from_str(json).unwrap();
-        PodPeek::read(raw)
+        PodPeek::from_json(json)
     }
 
     #[test]
@@ -334,15 +348,22 @@ mod tests {
     }
 
     #[test]
-    fn envelope_keeps_the_object_raw() {
+    fn one_pass_reads_the_decision_and_a_second_the_whole_pod() {
         let payload = r#"{"request": {"uid": "1", "operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                          "object": {"metadata": {}}, "oldObject": null}, "settings": {"gcp": {"enabled": true}}}"#;
+                          "object": {"metadata": {"annotations": {"a": "b"}}, "spec": {"x": [1, 2.5]}}, "oldObject": null},
+                          "settings": {"gcp": {"enabled": true}}}"#;
         let envelope: Envelope<'_> = serde_json::from_str(payload).unwrap();
         assert_eq!(envelope.request.operation.0.as_str(), Some("CREATE"));
         assert_eq!(envelope.request.kind.0.kind.as_str(), Some("Pod"));
+        let pod = &envelope.request.object.as_ref().unwrap().0.0;
+        assert_eq!(pod.annotation("a").and_then(Text::as_str), Some("b"));
         assert_eq!(
-            envelope.request.object.map(RawValue::get),
-            Some(r#"{"metadata": {}}"#)
+            envelope.settings.map(RawValue::get),
+            Some(r#"{"gcp": {"enabled": true}}"#)
+        );
+        assert_eq!(
+            full_object(payload.as_bytes()).unwrap(),
+            serde_json::json!({"metadata": {"annotations": {"a": "b"}}, "spec": {"x": [1, 2.5]}})
         );
         let deleted: Envelope<'_> =
             serde_json::from_str(r#"{"request": {"operation": "DELETE", "object": null}}"#)

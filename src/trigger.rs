@@ -82,7 +82,6 @@ fn owner_matches(pod: &PodPeek<'_>, config: &Config) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-    use serde_json::value::RawValue;
 
     fn config(extra: serde_json::Value) -> Config {
         let mut settings = json!({"gcp": {"enabled": true}});
@@ -95,8 +94,7 @@ mod tests {
 
     fn decide_on(metadata: serde_json::Value, config: &Config) -> Decision {
         let text = json!({"metadata": metadata}).to_string();
-        let raw: Box<RawValue> = serde_json::from_str(&text).unwrap();
-        decide(&PodPeek::read(&raw), config)
+        decide(&PodPeek::from_json(&text), config)
     }
 
     const OPTED_IN: &str = "nmp.nvidia.com/enable-multi-node-networking";
