@@ -75,7 +75,6 @@ pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> 
     let mut devices: u64 = 0;
     let containers = list_mut(spec, "containers").map_err(|e| e.within("spec"))?;
     for &(index, gpus) in &gpu_containers {
-        let at = format!("spec.containers[{index}]");
         let Some(container) = containers.get_mut(index).and_then(Value::as_object_mut) else {
             continue;
         };
@@ -83,7 +82,7 @@ pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> 
         let seccomp_set = pod_seccomp || seccomp.containers.contains(&name);
         let (changed, count) =
             inject_container(container, &name, gpus, profile, &conflicts, seccomp_set)
-                .map_err(|e| e.within(&at))?;
+                .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
         outcome.changed |= changed;
         devices = devices.saturating_add(count);
     }
@@ -141,7 +140,12 @@ fn gpu_containers(spec: &Object) -> Result<Vec<(usize, u64)>, Rejection> {
             continue;
         };
         let gpus = quantity::whole(value).map_err(|problem| {
-            quantity_rejection(container, index, GPU_RESOURCE, value, problem)
+            quantity_rejection(
+                &container_name(container, index),
+                GPU_RESOURCE,
+                value,
+                problem,
+            )
         })?;
         if gpus > 0 {
             found.push((index, gpus));
@@ -174,15 +178,15 @@ fn container_name(container: &Object, index: usize) -> String {
         .map_or_else(|| format!("#{index}"), str::to_string)
 }
 
+/// A quantity that is not a whole number of devices, named by container and value.
 fn quantity_rejection(
-    container: &Object,
-    index: usize,
+    container: &str,
     resource: &str,
     value: &Value,
     problem: QuantityError,
 ) -> Rejection {
     Rejection::Quantity {
-        container: container_name(container, index),
+        container: container.to_string(),
         resource: resource.to_string(),
         value: value.to_string(),
         problem: problem.describe(),
@@ -247,12 +251,8 @@ fn ensure_device(
             (Value::from(count.to_string()), true)
         }
     };
-    let count = quantity::whole(&value).map_err(|problem| Rejection::Quantity {
-        container: name.to_string(),
-        resource: resource.to_string(),
-        value: value.to_string(),
-        problem: problem.describe(),
-    })?;
+    let count = quantity::whole(&value)
+        .map_err(|problem| quantity_rejection(name, resource, &value, problem))?;
     let resources = object_mut(container, "resources")?;
     let mut copied = false;
     for side in ["requests", "limits"] {
