@@ -7,16 +7,18 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::engine::{self, Outcome};
-use crate::peek::{self, Envelope};
+use crate::peek::Envelope;
 use crate::profile::Profile;
 use crate::settings::Config;
 use crate::trigger::{self, Decision};
+use crate::view;
 
 /// The answer to one admission request.
 #[derive(Debug, PartialEq)]
 pub enum Verdict {
     Accept { warnings: Vec<String> },
-    Mutate { pod: Value, warnings: Vec<String> },
+    /// `pod` is the mutated pod's JSON text.
+    Mutate { pod: Vec<u8>, warnings: Vec<String> },
     Reject { message: String },
 }
 
@@ -71,17 +73,25 @@ fn read_settings(raw: Option<&RawValue>) -> Result<Config, String> {
     Config::from_value(&settings).map_err(|e| format!("the policy settings are invalid: {e}"))
 }
 
-/// Only an opted-in pod is decoded whole, changed in place, and encoded once.
+/// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
+/// and writes, from which the answer is written with the pod's own text for everything else.
 fn inject(payload: &[u8], config: &Config) -> Verdict {
-    let mut pod = match peek::full_object(payload) {
+    let mut pod = match view::read_object(payload, &engine::POD) {
         Ok(pod) => pod,
-        Err(e) => return reject(format!("cannot read the pod: {e}")),
+        Err(rejection) => return reject(rejection.to_string()),
     };
     match engine::inject(&mut pod, &Profile::for_cloud(&config.cloud)) {
         Ok(Outcome {
             changed: true,
             warnings,
-        }) => Verdict::Mutate { pod, warnings },
+        }) => {
+            let mut text = Vec::with_capacity(payload.len() * 2);
+            pod.write(&mut text);
+            Verdict::Mutate {
+                pod: text,
+                warnings,
+            }
+        }
         Ok(Outcome {
             changed: false,
             warnings,
@@ -99,20 +109,64 @@ fn reject(message: String) -> Verdict {
 }
 
 fn encode(verdict: Verdict) -> Vec<u8> {
-    let (accepted, message, mutated_object, warnings) = match verdict {
-        Verdict::Accept { warnings } => (true, None, None, warnings),
-        Verdict::Mutate { pod, warnings } => (true, None, Some(pod), warnings),
-        Verdict::Reject { message } => (false, Some(message), None, Vec::new()),
+    let (accepted, message, warnings) = match verdict {
+        Verdict::Mutate { pod, warnings } => return encode_mutation(&pod, warnings),
+        Verdict::Accept { warnings } => (true, None, warnings),
+        Verdict::Reject { message } => (false, Some(message), Vec::new()),
     };
     let response = ValidationResponse {
         accepted,
         message,
         code: None,
-        mutated_object,
+        mutated_object: None,
         audit_annotations: None,
         warnings: (!warnings.is_empty()).then_some(warnings),
     };
-    serde_json::to_vec(&response).unwrap_or_else(|_| {
-        br#"{"accepted":false,"message":"internal error encoding the response"}"#.to_vec()
-    })
+    serde_json::to_vec(&response).unwrap_or_else(|_| INTERNAL_ERROR.to_vec())
+}
+
+const INTERNAL_ERROR: &[u8] = br#"{"accepted":false,"message":"internal error encoding the response"}"#;
+
+/// The SDK's `ValidationResponse` with the pod's text as `mutated_object`, written around it
+/// rather than through a `Value`, which would parse the pod again only to encode it again.
+fn encode_mutation(pod: &[u8], warnings: Vec<String>) -> Vec<u8> {
+    let warnings = (!warnings.is_empty()).then_some(warnings);
+    let Ok(warnings) = serde_json::to_vec(&warnings) else {
+        return INTERNAL_ERROR.to_vec();
+    };
+    let mut out = Vec::with_capacity(pod.len() + warnings.len() + 128);
+    out.extend_from_slice(br#"{"accepted":true,"message":null,"code":null,"mutated_object":"#);
+    out.extend_from_slice(pod);
+    out.extend_from_slice(br#","audit_annotations":null,"warnings":"#);
+    out.extend_from_slice(&warnings);
+    out.push(b'}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_mutation_is_the_sdks_response() {
+        let pod = br#"{"metadata":{"name":"w"},"spec":{"x":1.50}}"#;
+        for warnings in [vec![], vec!["careful \"here\"".to_string()]] {
+            let answer = encode(Verdict::Mutate {
+                pod: pod.to_vec(),
+                warnings: warnings.clone(),
+            });
+            let response: ValidationResponse = serde_json::from_slice(&answer).unwrap();
+            assert!(response.accepted && response.message.is_none() && response.code.is_none());
+            assert_eq!(
+                response.mutated_object,
+                Some(json!({"metadata": {"name": "w"}, "spec": {"x": 1.5}}))
+            );
+            assert_eq!(response.warnings, (!warnings.is_empty()).then_some(warnings));
+            let as_sdk = serde_json::to_value(&response).unwrap();
+            let keys: Vec<_> = as_sdk.as_object().unwrap().keys().collect();
+            let ours: Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(keys, ours.as_object().unwrap().keys().collect::<Vec<_>>());
+        }
+    }
 }

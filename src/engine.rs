@@ -1,20 +1,62 @@
 //! The merge engine: applies any cloud's [`Profile`] to an opted-in pod, in place, with the merge
 //! rules of SPEC sections 4 and 5. It knows no cloud by name.
 
-use serde_json::{Value, json};
+use std::borrow::Cow;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
+use crate::lenient::{Items, Lenient, Loose, Named, Text, each_field, skip};
 use crate::merge::{
-    Object, add_capabilities, add_env, add_mounts, added_capabilities, list, list_mut, name_of,
-    object, object_mut, same_capability, set_if_absent,
+    Rendered, add_capabilities, add_env, add_mounts, added_capabilities, append, items, render,
+    render_string, json_text, names, object, object_entry, object_mut, raw_items, same_capability,
+    set_if_absent, text,
 };
 use crate::multus;
-use crate::profile::{Device, Profile, Volume};
+use crate::profile::{Device, EnvVar, Mount, Profile, Volume};
 use crate::quantity::{self, QuantityError};
+use crate::view::{Member, Node, Object, Shape};
 
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 const POD_SECCOMP_ANNOTATION: &str = "seccomp.security.alpha.kubernetes.io/pod";
 const CONTAINER_SECCOMP_ANNOTATION: &str = "container.seccomp.security.alpha.kubernetes.io/";
+
+/// The objects of a pod the engine reads members of or adds members to; the view parses these
+/// and keeps everything else as the request's text.
+pub const POD: Shape = Shape {
+    members: &[
+        ("metadata", Member::Object(&METADATA)),
+        ("spec", Member::Object(&SPEC)),
+    ],
+};
+const METADATA: Shape = Shape {
+    members: &[("annotations", Member::Object(&MEMBERS))],
+};
+const SPEC: Shape = Shape {
+    members: &[
+        ("containers", Member::List(&CONTAINER)),
+        ("securityContext", Member::Object(&MEMBERS)),
+        ("os", Member::Object(&MEMBERS)),
+    ],
+};
+const CONTAINER: Shape = Shape {
+    members: &[
+        ("resources", Member::Object(&RESOURCES)),
+        ("securityContext", Member::Object(&SECURITY_CONTEXT)),
+    ],
+};
+const RESOURCES: Shape = Shape {
+    members: &[
+        ("requests", Member::Object(&MEMBERS)),
+        ("limits", Member::Object(&MEMBERS)),
+    ],
+};
+const SECURITY_CONTEXT: Shape = Shape {
+    members: &[("capabilities", Member::Object(&MEMBERS))],
+};
+/// An object whose members are all kept as text.
+const MEMBERS: Shape = Shape { members: &[] };
 
 /// What the engine did to a pod it may change.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -24,18 +66,11 @@ pub struct Outcome {
 }
 
 /// Injects `profile` into `pod`. On a rejection the pod may be half-changed and must be dropped.
-pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> {
-    let pod = pod
-        .as_object_mut()
-        .ok_or_else(|| malformed("the object", "an object"))?;
+pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Rejection> {
     let mut outcome = Outcome::default();
     let seccomp = SeccompAnnotations::read(pod)?;
 
-    let spec = match pod.get_mut("spec") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(spec)) => Some(spec),
-        Some(_) => return Err(malformed("spec", "an object")),
-    };
+    let spec = object_mut(pod, "spec")?;
     let gpu_containers = match &spec {
         Some(spec) => gpu_containers(spec)?,
         None => Vec::new(),
@@ -49,12 +84,8 @@ pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> 
 
     // NCCL and every fabric here are Linux-only, and the API server forbids capabilities,
     // allowPrivilegeEscalation and seccomp in Windows pods.
-    if spec
-        .get("os")
-        .and_then(|os| os.get("name"))
-        .and_then(Value::as_str)
-        == Some("windows")
-    {
+    let os = object(spec, "os").map_err(|e| e.within("spec"))?;
+    if os.and_then(|os| os.get("name")).and_then(text).as_deref() == Some("windows") {
         outcome.warnings.push(
             "pod opted in to multi-node networking but is a Windows pod (spec.os.name); nothing was injected".to_string(),
         );
@@ -70,56 +101,78 @@ pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> 
     let pod_seccomp = seccomp.pod
         || object(spec, "securityContext")
             .map_err(|e| e.within("spec"))?
-            .is_some_and(|sc| sc.get("seccompProfile").is_some_and(|p| !p.is_null()));
+            .and_then(|sc| sc.get("seccompProfile"))
+            .is_some_and(|p| !p.is_null());
+
+    // The profile's additions as JSON text, written once and copied into every GPU container.
+    let env: Vec<_> = profile.env_vars().map(Rendered::new).collect();
+    let mounts: Vec<_> = profile
+        .mounts
+        .iter()
+        .filter(|m| !conflicts.contains(&m.volume))
+        .map(Rendered::new)
+        .collect();
+    let additions = Additions {
+        profile,
+        env: &env,
+        mounts: &mounts,
+    };
 
     let mut devices: u64 = 0;
-    let containers = list_mut(spec, "containers").map_err(|e| e.within("spec"))?;
+    let mut mounted = Vec::new();
+    let Some(Node::List(containers)) = spec.get_mut("containers") else {
+        return Err(malformed("spec.containers", "a list"));
+    };
     for &(index, gpus) in &gpu_containers {
-        let Some(container) = containers.get_mut(index).and_then(Value::as_object_mut) else {
+        let Some(Node::Object(container)) = containers.get_mut(index) else {
             continue;
         };
         let name = container_name(container, index);
         let seccomp_set = pod_seccomp || seccomp.containers.contains(&name);
-        let (changed, count) =
-            inject_container(container, &name, gpus, profile, &conflicts, seccomp_set)
-                .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
-        outcome.changed |= changed;
-        devices = devices.saturating_add(count);
+        let done = inject_container(container, &name, gpus, &additions, seccomp_set)
+            .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
+        outcome.changed |= done.changed;
+        devices = devices.saturating_add(done.devices);
+        mounted.extend(done.mounted);
     }
 
     if let Some(sidecar) = profile.sidecar {
-        let taken = ["containers", "initContainers"]
-            .iter()
-            .flat_map(|key| list(spec, key).unwrap_or(&[]))
-            .any(|c| name_of(c) == Some(sidecar.name));
+        let taken = container_names(spec)?.iter().any(|name| name == sidecar.name);
         if !taken {
-            list_mut(spec, "initContainers")
-                .map_err(|e| e.within("spec"))?
-                .push(sidecar.to_json(&conflicts));
+            append(spec, "initContainers", render(&sidecar.to_json(&conflicts)))
+                .map_err(|e| e.within("spec"))?;
+            mounted.extend(
+                sidecar
+                    .mounts
+                    .iter()
+                    .map(|m| m.volume)
+                    .filter(|v| !conflicts.contains(v)),
+            );
             outcome.changed = true;
         }
     }
-    outcome.changed |= add_volumes(spec, &profile.volumes, &conflicts)?;
+    outcome.changed |= add_volumes(spec, &profile.volumes, &conflicts, &mounted)?;
 
     if !profile.annotations.is_empty() || profile.network.is_some() {
-        let metadata = object_mut(pod, "metadata")?;
-        let annotations = object_mut(metadata, "annotations").map_err(|e| e.within("metadata"))?;
+        let metadata = object_entry(pod, "metadata")?;
+        let annotations =
+            object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
         for (key, value) in profile.annotations {
-            outcome.changed |= set_if_absent(annotations, key, || Value::from(*value));
+            outcome.changed |= set_if_absent(annotations, key, || render_string(value));
         }
         if let Some(network) = profile.network {
             let existing = match annotations.get(multus::ANNOTATION) {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.as_str()),
-                Some(_) => {
-                    return Err(malformed(
+                None => None,
+                Some(node) if node.is_null() => None,
+                Some(node) => Some(text(node).ok_or_else(|| {
+                    malformed(
                         "metadata.annotations[k8s.v1.cni.cncf.io/networks]",
                         "a string",
-                    ));
-                }
+                    )
+                })?),
             };
-            if let Some(value) = multus::merge(existing, network, devices)? {
-                annotations.insert(multus::ANNOTATION.to_string(), value.into());
+            if let Some(value) = multus::merge(existing.as_deref(), network, devices)? {
+                annotations.insert(multus::ANNOTATION, Node::New(render_string(&value)));
                 outcome.changed = true;
             }
         }
@@ -127,26 +180,40 @@ pub fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> 
     Ok(outcome)
 }
 
+/// The profile's per-container additions, with their JSON text.
+struct Additions<'p> {
+    profile: &'p Profile,
+    env: &'p [Rendered<'p, EnvVar>],
+    mounts: &'p [Rendered<'p, Mount>],
+}
+
+/// What injecting one container did.
+struct ContainerDone {
+    changed: bool,
+    /// The container's device count: the user's where they set one.
+    devices: u64,
+    /// The volumes the policy mounted in it.
+    mounted: Vec<&'static str>,
+}
+
 /// `(index, GPUs)` of every container that requests a whole number of GPUs above zero.
-fn gpu_containers(spec: &Object) -> Result<Vec<(usize, u64)>, Rejection> {
-    let containers = list(spec, "containers").map_err(|e| e.within("spec"))?;
+fn gpu_containers(spec: &Object<'_>) -> Result<Vec<(usize, u64)>, Rejection> {
+    let containers = match spec.get("containers") {
+        None => return Ok(Vec::new()),
+        Some(Node::List(containers)) => containers,
+        Some(node) if node.is_null() => return Ok(Vec::new()),
+        Some(_) => return Err(malformed("spec.containers", "a list")),
+    };
     let mut found = Vec::new();
     for (index, container) in containers.iter().enumerate() {
         let at = || format!("spec.containers[{index}]");
-        let container = container
-            .as_object()
-            .ok_or_else(|| malformed(&at(), "an object"))?;
+        let Node::Object(container) = container else {
+            return Err(malformed(&at(), "an object"));
+        };
         let Some(value) = requested(container, GPU_RESOURCE).map_err(|e| e.within(&at()))? else {
             continue;
         };
-        let gpus = quantity::whole(value).map_err(|problem| {
-            quantity_rejection(
-                &container_name(container, index),
-                GPU_RESOURCE,
-                value,
-                problem,
-            )
-        })?;
+        let gpus = whole(&container_name(container, index), GPU_RESOURCE, value)?;
         if gpus > 0 {
             found.push((index, gpus));
         }
@@ -154,8 +221,8 @@ fn gpu_containers(spec: &Object) -> Result<Vec<(usize, u64)>, Rejection> {
     Ok(found)
 }
 
-/// A resource's quantity in `requests`, else in `limits`.
-fn requested<'a>(container: &'a Object, resource: &str) -> Result<Option<&'a Value>, Rejection> {
+/// A resource's quantity (JSON text) in `requests`, else in `limits`.
+fn requested<'o>(container: &'o Object<'_>, resource: &str) -> Result<Option<&'o str>, Rejection> {
     let Some(resources) = object(container, "resources")? else {
         return Ok(None);
     };
@@ -164,6 +231,7 @@ fn requested<'a>(container: &'a Object, resource: &str) -> Result<Option<&'a Val
         if let Some(value) = quantities
             .and_then(|q| q.get(resource))
             .filter(|v| !v.is_null())
+            .and_then(json_text)
         {
             return Ok(Some(value));
         }
@@ -171,11 +239,17 @@ fn requested<'a>(container: &'a Object, resource: &str) -> Result<Option<&'a Val
     Ok(None)
 }
 
-fn container_name(container: &Object, index: usize) -> String {
+/// The whole number a quantity's JSON text stands for, or a rejection naming it.
+fn whole(container: &str, resource: &str, json: &str) -> Result<u64, Rejection> {
+    let value: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+    quantity::whole(&value).map_err(|problem| quantity_rejection(container, resource, &value, problem))
+}
+
+fn container_name(container: &Object<'_>, index: usize) -> String {
     container
         .get("name")
-        .and_then(Value::as_str)
-        .map_or_else(|| format!("#{index}"), str::to_string)
+        .and_then(text)
+        .map_or_else(|| format!("#{index}"), Cow::into_owned)
 }
 
 /// A quantity that is not a whole number of devices, named by container and value.
@@ -193,52 +267,50 @@ fn quantity_rejection(
     }
 }
 
-/// Applies the per-container parts; returns whether anything changed and the container's device
-/// count (the user's where they set one).
+/// Applies the per-container parts.
 fn inject_container(
-    container: &mut Object,
+    container: &mut Object<'_>,
     name: &str,
     gpus: u64,
-    profile: &Profile,
-    conflicts: &[&str],
+    additions: &Additions<'_>,
     seccomp_set: bool,
-) -> Result<(bool, u64), Rejection> {
+) -> Result<ContainerDone, Rejection> {
+    let profile = additions.profile;
     let mut changed = false;
-    let mut count = 0;
+    let mut devices = 0;
     if let Some(device) = &profile.device {
-        let (device_changed, device_count) = ensure_device(container, name, gpus, device)?;
+        let (device_changed, count) = ensure_device(container, name, gpus, device)?;
         changed |= device_changed;
-        count = device_count;
+        devices = count;
     }
     if let Some(cpu) = profile.default_cpu_request {
         changed |= default_cpu(container, cpu)?;
     }
-    changed |= add_env(container, profile.env_vars())?;
-    changed |= add_mounts(
-        container,
-        profile
-            .mounts
-            .iter()
-            .filter(|m| !conflicts.contains(&m.volume)),
-    )?;
-    changed |= add_capabilities(container, profile.capabilities)?;
+    changed |= add_env(container, additions.env)?;
+    let mounted = add_mounts(container, additions.mounts)?;
+    changed |= !mounted.is_empty();
     if profile.harden {
-        changed |= harden(container, seccomp_set)?;
+        changed |= harden(container, seccomp_set, profile.capabilities)?;
     }
-    Ok((changed, count))
+    changed |= add_capabilities(container, profile.capabilities)?;
+    Ok(ContainerDone {
+        changed,
+        devices,
+        mounted,
+    })
 }
 
 /// Sets the device in both `requests` and `limits` (extended resources must be equal in both).
 /// A number the user set wins and is copied to the side that lacks it.
 fn ensure_device(
-    container: &mut Object,
+    container: &mut Object<'_>,
     name: &str,
     gpus: u64,
     device: &Device,
 ) -> Result<(bool, u64), Rejection> {
     let resource = device.resource.as_str();
     let (value, changed) = match requested(container, resource)? {
-        Some(users) => (users.clone(), false),
+        Some(users) => (users.to_string(), false),
         None => {
             let count =
                 gpus.checked_mul(u64::from(device.per_gpu))
@@ -248,15 +320,14 @@ fn ensure_device(
                         gpus,
                         per_gpu: device.per_gpu,
                     })?;
-            (Value::from(count.to_string()), true)
+            (render_string(&count.to_string()), true)
         }
     };
-    let count = quantity::whole(&value)
-        .map_err(|problem| quantity_rejection(name, resource, &value, problem))?;
-    let resources = object_mut(container, "resources")?;
+    let count = whole(name, resource, &value)?;
+    let resources = object_entry(container, "resources")?;
     let mut copied = false;
     for side in ["requests", "limits"] {
-        let quantities = object_mut(resources, side).map_err(|e| e.within("resources"))?;
+        let quantities = object_entry(resources, side).map_err(|e| e.within("resources"))?;
         copied |= set_if_absent(quantities, resource, || value.clone());
     }
     Ok((changed || copied, count))
@@ -264,83 +335,137 @@ fn ensure_device(
 
 /// `requests.cpu` for a container that sets no cpu at all. With a cpu limit the API server has
 /// already defaulted the request to it, and a fixed request above a smaller limit is refused.
-fn default_cpu(container: &mut Object, cpu: &str) -> Result<bool, Rejection> {
+fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Rejection> {
     if requested(container, "cpu")?.is_some() {
         return Ok(false);
     }
-    let resources = object_mut(container, "resources")?;
-    let requests = object_mut(resources, "requests").map_err(|e| e.within("resources"))?;
-    Ok(set_if_absent(requests, "cpu", || Value::from(cpu)))
+    let resources = object_entry(container, "resources")?;
+    let requests = object_entry(resources, "requests").map_err(|e| e.within("resources"))?;
+    Ok(set_if_absent(requests, "cpu", || render_string(cpu)))
 }
 
 /// `allowPrivilegeEscalation: false` and a `RuntimeDefault` seccomp profile, only where the API
-/// server accepts them and the user has not chosen otherwise (SPEC section 5).
-fn harden(container: &mut Object, seccomp_set: bool) -> Result<bool, Rejection> {
+/// server accepts them and the user has not chosen otherwise (SPEC section 5). `adding` are the
+/// capabilities the profile adds to the container.
+fn harden(container: &mut Object<'_>, seccomp_set: bool, adding: &[&str]) -> Result<bool, Rejection> {
     let sys_admin = added_capabilities(container)?
         .iter()
-        .any(|c| c.as_str().is_some_and(|c| same_capability(c, "SYS_ADMIN")));
-    let security = object_mut(container, "securityContext")?;
-    let privileged = security.get("privileged").and_then(Value::as_bool) == Some(true);
+        .filter_map(Text::as_str)
+        .chain(adding.iter().copied())
+        .any(|c| same_capability(c, "SYS_ADMIN"));
+    let security = object_entry(container, "securityContext")?;
+    let privileged = security.get("privileged").and_then(Node::raw).map(RawValue::get) == Some("true");
     let mut changed = false;
     if !privileged && !sys_admin {
-        changed |= set_if_absent(security, "allowPrivilegeEscalation", || Value::Bool(false));
+        changed |= set_if_absent(security, "allowPrivilegeEscalation", || "false".into());
     }
     if !seccomp_set {
-        changed |= set_if_absent(
-            security,
-            "seccompProfile",
-            || json!({"type": "RuntimeDefault"}),
-        );
+        changed |= set_if_absent(security, "seccompProfile", || {
+            r#"{"type":"RuntimeDefault"}"#.into()
+        });
     }
     Ok(changed)
 }
 
-/// The profile's volumes that the pod already declares differently.
+/// The profile's volumes that the pod already declares differently, in the profile's order.
 fn conflicting_volumes<'p>(
-    spec: &Object,
+    spec: &Object<'_>,
     volumes: &'p [Volume],
 ) -> Result<Vec<&'p str>, Rejection> {
-    let existing = list(spec, "volumes").map_err(|e| e.within("spec"))?;
+    let mut differing = Vec::new();
+    for existing in raw_items(spec, "volumes").map_err(|e| e.within("spec"))? {
+        let name = serde_json::from_str::<Loose<Named<'_>>>(existing.get())
+            .ok()
+            .and_then(|named| named.0.name.0);
+        if let Some(ours) = volumes.iter().find(|v| Some(v.name) == name.as_deref()) {
+            let theirs: Value = serde_json::from_str(existing.get()).unwrap_or(Value::Null);
+            if !ours.same_as(&theirs) {
+                differing.push(ours.name);
+            }
+        }
+    }
     Ok(volumes
         .iter()
-        .filter(|ours| {
-            existing
-                .iter()
-                .any(|v| name_of(v) == Some(ours.name) && !ours.same_as(v))
-        })
         .map(|v| v.name)
+        .filter(|name| differing.contains(name))
         .collect())
 }
 
-/// Adds each volume that the pod lacks and some container or init container now mounts.
+/// Adds each volume that the pod lacks and some container or init container now mounts:
+/// the user's mounts as the request has them, and `mounted`, the ones the policy added.
 fn add_volumes(
-    spec: &mut Object,
+    spec: &mut Object<'_>,
     volumes: &[Volume],
     conflicts: &[&str],
+    mounted: &[&str],
 ) -> Result<bool, Rejection> {
-    let mounted = |name: &str| {
-        ["containers", "initContainers"]
-            .iter()
-            .flat_map(|key| list(spec, key).unwrap_or(&[]))
-            .filter_map(Value::as_object)
-            .flat_map(|c| list(c, "volumeMounts").unwrap_or(&[]))
-            .any(|m| name_of(m) == Some(name))
-    };
-    let existing = list(spec, "volumes").map_err(|e| e.within("spec"))?;
-    let missing: Vec<Value> = volumes
+    let existing = names(spec, "volumes").map_err(|e| e.within("spec"))?;
+    let wanted: Vec<&Volume> = volumes
         .iter()
         .filter(|v| !conflicts.contains(&v.name))
-        .filter(|v| !existing.iter().any(|e| name_of(e) == Some(v.name)))
-        .filter(|v| mounted(v.name))
-        .map(Volume::to_json)
+        .filter(|v| !existing.iter().any(|e| e == v.name))
         .collect();
-    if missing.is_empty() {
+    if wanted.is_empty() {
         return Ok(false);
     }
-    list_mut(spec, "volumes")
-        .map_err(|e| e.within("spec"))?
-        .extend(missing);
-    Ok(true)
+    let users_mounts = users_mounts(spec);
+    let missing: Vec<String> = wanted
+        .into_iter()
+        .filter(|v| mounted.contains(&v.name) || users_mounts.iter().any(|m| m == v.name))
+        .map(|v| render(&v.to_json()))
+        .collect();
+    append(spec, "volumes", missing.join(",")).map_err(|e| e.within("spec"))
+}
+
+/// The volumes the request's containers and init containers mount (read leniently: this only
+/// decides whether to add a volume, never rejects).
+fn users_mounts<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
+    let mut found = Vec::new();
+    if let Some(Node::List(containers)) = spec.get("containers") {
+        for container in containers {
+            if let Node::Object(container) = container {
+                found.extend(names(container, "volumeMounts").unwrap_or_default());
+            }
+        }
+    }
+    for init in items::<InitContainer<'a>>(spec, "initContainers").unwrap_or_default() {
+        found.extend(init.mounts.0.into_iter().filter_map(|m| m.name.0));
+    }
+    found
+}
+
+/// The names of the pod's containers and init containers.
+fn container_names<'a>(spec: &Object<'a>) -> Result<Vec<Cow<'a, str>>, Rejection> {
+    let mut found: Vec<Cow<'a, str>> = Vec::new();
+    if let Some(Node::List(containers)) = spec.get("containers") {
+        for container in containers {
+            if let Node::Object(container) = container {
+                found.extend(container.get("name").and_then(text));
+            }
+        }
+    }
+    found.extend(names(spec, "initContainers").map_err(|e| e.within("spec"))?);
+    Ok(found)
+}
+
+/// An init container as the volume check reads it.
+#[derive(Default)]
+struct InitContainer<'a> {
+    mounts: Items<Named<'a>>,
+}
+
+impl<'a, 'de: 'a> Lenient<'de> for InitContainer<'a> {
+    fn from_map<A: serde::de::MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let mut init = InitContainer::default();
+        each_field(map, |key, map| match key {
+            "volumeMounts" => {
+                init.mounts = map.next_value::<Loose<Items<Named<'a>>>>()?.0;
+                Ok(())
+            }
+            _ => skip(map),
+        })?;
+        Ok(init)
+    }
 }
 
 /// Seccomp profiles set through the legacy annotations, which the API server checks against
@@ -351,18 +476,16 @@ struct SeccompAnnotations {
 }
 
 impl SeccompAnnotations {
-    fn read(pod: &Object) -> Result<Self, Rejection> {
-        let metadata = object(pod, "metadata")?;
-        let annotations = match metadata {
+    fn read(pod: &Object<'_>) -> Result<Self, Rejection> {
+        let annotations = match object(pod, "metadata")? {
             Some(m) => object(m, "annotations").map_err(|e| e.within("metadata"))?,
             None => None,
         };
-        let keys = annotations.into_iter().flat_map(|a| a.keys());
         let mut found = SeccompAnnotations {
             pod: false,
             containers: Vec::new(),
         };
-        for key in keys {
+        for key in annotations.into_iter().flat_map(Object::keys) {
             if key == POD_SECCOMP_ANNOTATION {
                 found.pod = true;
             } else if let Some(container) = key.strip_prefix(CONTAINER_SECCOMP_ANNOTATION) {
@@ -377,6 +500,18 @@ impl SeccompAnnotations {
 mod tests {
     use super::*;
     use crate::settings::Cloud;
+    use serde_json::json;
+
+    /// The engine on a pod given as a tree: read through the view, written back on success.
+    fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> {
+        let bytes = crate::merge::tests::payload(pod);
+        let mut view = crate::view::read_object(&bytes, &POD)?;
+        let outcome = super::inject(&mut view, profile)?;
+        let mut out = Vec::new();
+        view.write(&mut out);
+        *pod = serde_json::from_slice(&out).expect("the view writes JSON");
+        Ok(outcome)
+    }
 
     fn azure() -> Profile {
         Profile::for_cloud(&Cloud::Azure {

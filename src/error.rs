@@ -27,6 +27,8 @@ pub enum Rejection {
     TooManyNetworks { network: String, wanted: u64 },
     /// The Multus annotation is there but is not a network list.
     UnreadableNetworks { value: String },
+    /// The pod is not JSON the policy can read.
+    Unreadable { reason: String },
 }
 
 pub const MAX_NETWORKS: u64 = 128;
@@ -89,6 +91,7 @@ impl fmt::Display for Rejection {
                 f,
                 "annotation k8s.v1.cni.cncf.io/networks is {value:?}, which is neither \"ns/name,ns/name\" nor a JSON list of networks; fix it or remove it"
             ),
+            Rejection::Unreadable { reason } => write!(f, "cannot read the pod: {reason}"),
         }
     }
 }

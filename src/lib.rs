@@ -2,15 +2,18 @@
 //! of their cloud: AWS EFA, Azure InfiniBand, GCP GPUDirect-TCPXO or OCI SR-IOV.
 //!
 //! The flow of one request: [`peek`] reads only the trigger's inputs, [`trigger`] decides,
-//! [`settings`] names the cloud, [`clouds`] turns it into a [`profile::Profile`] (data), and
-//! [`engine`] merges that into the pod with the operations of [`merge`]. [`admission`] holds the
-//! two calls as pure functions; this file only registers them with the waPC host.
+//! [`settings`] names the cloud, [`clouds`] turns it into a [`profile::Profile`] (data), [`view`]
+//! reads an opted-in pod once, parsing only what the merge touches, and [`engine`] merges the
+//! profile into it with the operations of [`merge`]; the answer is the pod's own text with the
+//! additions spliced in. [`admission`] holds the two calls as pure functions; this file only
+//! registers them with the waPC host.
 
 pub mod admission;
 pub mod clouds;
 pub mod engine;
 pub mod error;
 pub mod k8s_names;
+pub mod lenient;
 pub mod merge;
 pub mod multus;
 pub mod peek;
@@ -18,6 +21,7 @@ pub mod profile;
 pub mod quantity;
 pub mod settings;
 pub mod trigger;
+pub mod view;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::wapc_guest::{CallResult, register_function};

@@ -1,101 +1,236 @@
-//! The named merge operations: each adds one kind of thing to a pod's JSON without touching what
-//! the user wrote, and says whether it changed anything. "Nothing changed" is how a second pass
-//! over the policy's own output accepts the pod as it is.
+//! The named merge operations: each adds one kind of thing to a pod without touching what the
+//! user wrote, and says whether it changed anything. "Nothing changed" is how a second pass over
+//! the policy's own output accepts the pod as it is.
 //!
-//! Absent and `null` mean the same (Kubernetes omits empty fields); any other wrong JSON type is
-//! an error, located relative to the object passed in.
+//! They work on the [`view`](crate::view) of the pod: objects the engine descends into are parsed,
+//! lists it only reads and extends (`env`, `volumeMounts`, `capabilities.add`, `volumes`,
+//! `initContainers`) stay text, read leniently item by item and extended by splicing. Absent and
+//! `null` mean the same (Kubernetes omits empty fields); any other wrong JSON type is an error,
+//! located relative to the object passed in.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
+use crate::lenient::{Items, Lenient, Loose, Named, Text, text_fields};
 use crate::profile::{EnvVar, Mount};
+use crate::view::{Node, Object};
 
-pub type Object = Map<String, Value>;
+/// An item the policy adds, with its JSON text written once per request and copied into every
+/// container that lacks it.
+#[derive(Debug)]
+pub struct Rendered<'p, T> {
+    pub item: &'p T,
+    pub json: String,
+}
+
+impl<'p, T: Serialize> Rendered<'p, T> {
+    pub fn new(item: &'p T) -> Self {
+        Rendered {
+            item,
+            json: render(item),
+        }
+    }
+}
+
+/// The JSON text of one of the policy's own values.
+pub fn render(value: &impl Serialize) -> String {
+    // The profile's types are plain structs of strings and lists: serialising them cannot fail.
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+/// The JSON text of a string.
+pub fn render_string(value: &str) -> String {
+    render(&value)
+}
 
 /// The object at `key`, `None` when absent or null.
-pub fn object<'a>(parent: &'a Object, key: &str) -> Result<Option<&'a Object>, Rejection> {
+pub fn object<'o, 'a>(parent: &'o Object<'a>, key: &str) -> Result<Option<&'o Object<'a>>, Rejection> {
     match parent.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(map)) => Ok(Some(map)),
+        None => Ok(None),
+        Some(Node::Object(object)) => Ok(Some(object)),
+        Some(node) if node.is_null() => Ok(None),
         Some(_) => Err(malformed(key, "an object")),
     }
 }
 
-/// The list at `key`, empty when absent or null.
-pub fn list<'a>(parent: &'a Object, key: &str) -> Result<&'a [Value], Rejection> {
-    match parent.get(key) {
-        None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(items)) => Ok(items),
-        Some(_) => Err(malformed(key, "a list")),
+/// The object at `key` to change, `None` when absent or null.
+pub fn object_mut<'o, 'a>(
+    parent: &'o mut Object<'a>,
+    key: &str,
+) -> Result<Option<&'o mut Object<'a>>, Rejection> {
+    match parent.get_mut(key) {
+        None => Ok(None),
+        Some(Node::Object(object)) => Ok(Some(object)),
+        Some(node) if node.is_null() => Ok(None),
+        Some(_) => Err(malformed(key, "an object")),
     }
 }
 
 /// The object at `key`, created when absent or null.
-pub fn object_mut<'a>(parent: &'a mut Object, key: &str) -> Result<&'a mut Object, Rejection> {
-    let slot = parent.entry(key).or_insert(Value::Null);
-    if slot.is_null() {
-        *slot = Value::Object(Map::new());
+pub fn object_entry<'o, 'a>(
+    parent: &'o mut Object<'a>,
+    key: &str,
+) -> Result<&'o mut Object<'a>, Rejection> {
+    let create = match parent.get(key) {
+        None => true,
+        Some(Node::Object(_)) => false,
+        Some(node) if node.is_null() => true,
+        Some(_) => return Err(malformed(key, "an object")),
+    };
+    let slot = if create {
+        parent.insert(key, Node::Object(Object::default()))
+    } else {
+        parent.get_mut(key).ok_or_else(|| malformed(key, "an object"))?
+    };
+    match slot {
+        Node::Object(object) => Ok(object),
+        _ => Err(malformed(key, "an object")),
     }
-    slot.as_object_mut()
-        .ok_or_else(|| malformed(key, "an object"))
 }
 
-/// The list at `key`, created when absent or null.
-pub fn list_mut<'a>(parent: &'a mut Object, key: &str) -> Result<&'a mut Vec<Value>, Rejection> {
-    let slot = parent.entry(key).or_insert(Value::Null);
-    if slot.is_null() {
-        *slot = Value::Array(Vec::new());
+/// The request's text of the list at `key`, `None` when absent or null.
+fn list_text<'a>(parent: &Object<'a>, key: &str) -> Result<Option<&'a RawValue>, Rejection> {
+    match parent.get(key) {
+        None => Ok(None),
+        Some(node) if node.is_null() => Ok(None),
+        Some(Node::Raw(raw) | Node::Extended(raw, _)) if raw.get().starts_with('[') => Ok(Some(raw)),
+        // The policy's own additions are not read back.
+        Some(Node::New(text)) if text.starts_with('[') => Ok(None),
+        Some(_) => Err(malformed(key, "a list")),
     }
-    slot.as_array_mut().ok_or_else(|| malformed(key, "a list"))
 }
 
-/// The `name` of a list entry, if it has one.
-pub fn name_of(entry: &Value) -> Option<&str> {
-    entry.get("name").and_then(Value::as_str)
+/// The items the request has in the list at `key`, each read leniently (an item of the wrong
+/// shape reads as `T::default()`); empty when absent or null.
+pub fn items<'a, T: Lenient<'a>>(parent: &Object<'a>, key: &str) -> Result<Vec<T>, Rejection> {
+    let Some(list) = list_text(parent, key)? else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_str::<Loose<Items<T>>>(list.get())
+        .map(|items| items.0.0)
+        .map_err(|_| malformed(key, "a list"))
 }
 
-/// Appends `additions` to the list at `key`, creating it only if there is something to add.
-fn append(parent: &mut Object, key: &str, additions: Vec<Value>) -> Result<bool, Rejection> {
-    if additions.is_empty() {
+/// The items the request has in the list at `key`, as text.
+pub fn raw_items<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<&'a RawValue>, Rejection> {
+    let Some(list) = list_text(parent, key)? else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_str(list.get()).map_err(|_| malformed(key, "a list"))
+}
+
+/// A value's string, if it is one.
+pub fn text<'a>(node: &Node<'a>) -> Option<Cow<'a, str>> {
+    serde_json::from_str::<Loose<Text<'a>>>(node.raw()?.get())
+        .ok()
+        .and_then(|text| text.0.0)
+}
+
+/// The JSON text of a value, the request's or the policy's.
+pub fn json_text<'n>(node: &'n Node<'_>) -> Option<&'n str> {
+    match node {
+        Node::Raw(raw) => Some(raw.get()),
+        Node::New(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// The `name` of each item of the list at `key`, where it has one.
+pub fn names<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<Cow<'a, str>>, Rejection> {
+    Ok(items::<Named<'a>>(parent, key)?
+        .into_iter()
+        .filter_map(|named| named.name.0)
+        .collect())
+}
+
+/// Appends JSON items (comma-separated text) to the list at `key`, creating it if absent.
+pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<bool, Rejection> {
+    if new_items.is_empty() {
         return Ok(false);
     }
-    list_mut(parent, key)?.extend(additions);
+    let node = match parent.get_mut(key) {
+        Some(node) if !node.is_null() => node,
+        _ => {
+            parent.insert(key, Node::New(format!("[{new_items}]")));
+            return Ok(true);
+        }
+    };
+    match node {
+        Node::Raw(raw) if raw.get().starts_with('[') => *node = Node::Extended(raw, new_items),
+        Node::Extended(_, appended) => {
+            appended.push(',');
+            appended.push_str(&new_items);
+        }
+        _ => return Err(malformed(key, "a list")),
+    }
     Ok(true)
 }
 
+/// Joins the JSON texts of `items` as list items.
+fn joined<'r>(items: impl IntoIterator<Item = &'r str>) -> String {
+    let mut text = String::new();
+    for item in items {
+        if !text.is_empty() {
+            text.push(',');
+        }
+        text.push_str(item);
+    }
+    text
+}
+
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
-pub fn add_env<'v>(
-    container: &mut Object,
-    vars: impl IntoIterator<Item = &'v EnvVar>,
-) -> Result<bool, Rejection> {
+pub fn add_env(container: &mut Object<'_>, vars: &[Rendered<'_, EnvVar>]) -> Result<bool, Rejection> {
     // Names read once: a container may have hundreds of entries.
-    let existing: Vec<&str> = list(container, "env")?.iter().filter_map(name_of).collect();
-    let missing = vars
-        .into_iter()
-        .filter(|var| !existing.contains(&var.name))
-        .map(|var| var.to_json())
-        .collect();
+    let existing = names(container, "env")?;
+    let missing = joined(
+        vars.iter()
+            .filter(|var| !existing.iter().any(|e| e == var.item.name))
+            .map(|var| var.json.as_str()),
+    );
     append(container, "env", missing)
 }
 
+/// A mount as read from a container: the volume's name and the path.
+#[derive(Debug, Default)]
+struct MountRef<'a> {
+    name: Text<'a>,
+    path: Text<'a>,
+}
+
+impl<'a, 'de: 'a> Lenient<'de> for MountRef<'a> {
+    fn from_map<A: serde::de::MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let mut mount = MountRef::default();
+        text_fields(
+            map,
+            &mut [("name", &mut mount.name), ("mountPath", &mut mount.path)],
+        )?;
+        Ok(mount)
+    }
+}
+
 /// Adds each mount whose path and volume are both unused in the container: a user's own
-/// `/dev/shm` stays, whatever volume backs it.
+/// `/dev/shm` stays, whatever volume backs it. Returns the volumes it mounted.
 pub fn add_mounts<'m>(
-    container: &mut Object,
-    mounts: impl IntoIterator<Item = &'m Mount>,
-) -> Result<bool, Rejection> {
-    let existing = list(container, "volumeMounts")?;
-    let names: Vec<&str> = existing.iter().filter_map(name_of).collect();
-    let paths: Vec<&str> = existing
-        .iter()
-        .filter_map(|e| e.get("mountPath").and_then(Value::as_str))
-        .collect();
-    let missing = mounts
-        .into_iter()
-        .filter(|m| !names.contains(&m.volume) && !paths.contains(&m.path))
-        .map(|m| m.to_json())
-        .collect();
-    append(container, "volumeMounts", missing)
+    container: &mut Object<'_>,
+    mounts: impl IntoIterator<Item = &'m Rendered<'m, Mount>>,
+) -> Result<Vec<&'static str>, Rejection> {
+    let existing = items::<MountRef<'_>>(container, "volumeMounts")?;
+    let (mut mounted, mut missing) = (Vec::new(), Vec::new());
+    for mount in mounts {
+        let Mount { volume, path, .. } = *mount.item;
+        let taken = existing
+            .iter()
+            .any(|m| m.name.as_str() == Some(volume) || m.path.as_str() == Some(path));
+        if !taken {
+            mounted.push(volume);
+            missing.push(mount.json.as_str());
+        }
+    }
+    append(container, "volumeMounts", joined(missing))?;
+    Ok(mounted)
 }
 
 /// A capability as the kubelet reads it: case-insensitive, with or without `CAP_`.
@@ -110,57 +245,78 @@ pub fn same_capability(a: &str, b: &str) -> bool {
 }
 
 /// The container's `securityContext.capabilities.add`, empty when any level is absent.
-pub fn added_capabilities(container: &Object) -> Result<&[Value], Rejection> {
+pub fn added_capabilities<'a>(container: &Object<'a>) -> Result<Vec<Text<'a>>, Rejection> {
     let Some(security) = object(container, "securityContext")? else {
-        return Ok(&[]);
+        return Ok(Vec::new());
     };
     let Some(capabilities) =
         object(security, "capabilities").map_err(|e| e.within("securityContext"))?
     else {
-        return Ok(&[]);
+        return Ok(Vec::new());
     };
-    list(capabilities, "add").map_err(|e| e.within("securityContext.capabilities"))
+    items(capabilities, "add").map_err(|e| e.within("securityContext.capabilities"))
 }
 
 /// Appends each capability not already added in some spelling; never drops or reorders the list.
-pub fn add_capabilities(container: &mut Object, wanted: &[&str]) -> Result<bool, Rejection> {
+pub fn add_capabilities(container: &mut Object<'_>, wanted: &[&str]) -> Result<bool, Rejection> {
     let existing = added_capabilities(container)?;
-    let missing: Vec<Value> = wanted
+    let missing: Vec<String> = wanted
         .iter()
         .filter(|cap| {
             !existing
                 .iter()
                 .any(|e| e.as_str().is_some_and(|e| same_capability(e, cap)))
         })
-        .map(|cap| Value::from(*cap))
+        .map(|cap| render_string(cap))
         .collect();
     if missing.is_empty() {
         return Ok(false);
     }
-    let security = object_mut(container, "securityContext")?;
+    let security = object_entry(container, "securityContext")?;
     let capabilities =
-        object_mut(security, "capabilities").map_err(|e| e.within("securityContext"))?;
-    append(capabilities, "add", missing).map_err(|e| e.within("securityContext.capabilities"))
+        object_entry(security, "capabilities").map_err(|e| e.within("securityContext"))?;
+    append(capabilities, "add", joined(missing.iter().map(String::as_str)))
+        .map_err(|e| e.within("securityContext.capabilities"))
 }
 
-/// Sets `key` to `value` unless it is already set (to anything, `null` aside).
-pub fn set_if_absent(map: &mut Object, key: &str, value: impl FnOnce() -> Value) -> bool {
+/// Sets `key` to the JSON text `value` unless it is already set (to anything, `null` aside).
+pub fn set_if_absent(map: &mut Object<'_>, key: &str, value: impl FnOnce() -> String) -> bool {
     match map.get(key) {
         Some(v) if !v.is_null() => false,
         _ => {
-            map.insert(key.to_string(), value());
+            map.insert(key, Node::New(value()));
             true
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::view::{Member, Shape};
+    use serde_json::{Value, json};
 
-    fn obj(v: Value) -> Object {
-        v.as_object().unwrap().clone()
+    const LEAF: Shape = Shape { members: &[] };
+    const SECURITY: Shape = Shape {
+        members: &[("capabilities", Member::Object(&LEAF))],
+    };
+    const CONTAINER: Shape = Shape {
+        members: &[("securityContext", Member::Object(&SECURITY))],
+    };
+
+    /// The payload of a request whose object is `container`, for `crate::view::read_object`.
+    pub fn payload(object: &Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({"request": {"object": object}})).unwrap()
+    }
+
+    /// Runs `change` on `container` and returns its result and the container written back.
+    fn changed<R>(container: Value, change: impl FnOnce(&mut Object<'_>) -> R) -> (R, Value) {
+        let bytes = payload(&container);
+        let mut object = crate::view::read_object(&bytes, &CONTAINER).unwrap();
+        let result = change(&mut object);
+        let mut out = Vec::new();
+        object.write(&mut out);
+        (result, serde_json::from_slice(&out).unwrap())
     }
 
     const VARS: &[EnvVar] = &[
@@ -174,26 +330,36 @@ mod tests {
         },
     ];
 
+    fn add_vars(c: &mut Object<'_>) -> Result<bool, Rejection> {
+        let rendered: Vec<_> = VARS.iter().map(Rendered::new).collect();
+        add_env(c, &rendered)
+    }
+
     #[test]
     fn env_keeps_the_users_entries_and_order() {
-        let mut c = obj(
-            json!({"env": [{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}, {"name": "Z", "value": "1"}]}),
-        );
-        assert!(add_env(&mut c, VARS).unwrap());
+        let user = json!([{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}, {"name": "Z", "value": "1"}]);
+        let (added, c) = changed(json!({"env": user}), |c| add_vars(c).unwrap());
+        assert!(added);
         assert_eq!(
             c["env"],
             json!([{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}, {"name": "Z", "value": "1"}, {"name": "A", "value": "ours"}])
         );
-        assert!(!add_env(&mut c, VARS).unwrap());
+        let (again, _) = changed(c, |c| add_vars(c).unwrap());
+        assert!(!again);
     }
 
     #[test]
     fn nothing_to_add_creates_nothing() {
-        let mut c = obj(json!({"env": null}));
-        assert!(!add_mounts(&mut c, []).unwrap());
-        assert!(!add_capabilities(&mut c, &[]).unwrap());
-        assert_eq!(c, obj(json!({"env": null})));
-        assert!(add_env(&mut c, VARS).unwrap());
+        let (results, c) = changed(json!({"env": null}), |c| {
+            (
+                add_mounts(c, &[]).unwrap(),
+                add_capabilities(c, &[]).unwrap(),
+            )
+        });
+        assert_eq!(results, (vec![], false));
+        assert_eq!(c, json!({"env": null}));
+        let (added, c) = changed(c, |c| add_vars(c).unwrap());
+        assert!(added);
         assert_eq!(c["env"].as_array().unwrap().len(), 2);
     }
 
@@ -209,10 +375,17 @@ mod tests {
             path: "/etc/nccl",
             read_only: true,
         };
-        let mut c = obj(
-            json!({"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/topo"}]}),
+        let ours = [Rendered::new(&shm), Rendered::new(&topo)];
+        let user = json!({"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/topo"}]});
+        let (mounted, c) = changed(user.clone(), |c| add_mounts(c, &ours).unwrap());
+        assert!(mounted.is_empty());
+        assert_eq!(c, user);
+        let (mounted, c) = changed(json!({"volumeMounts": []}), |c| add_mounts(c, &ours).unwrap());
+        assert_eq!(mounted, ["nv-shared-memory", "nccl-topo"]);
+        assert_eq!(
+            c["volumeMounts"],
+            json!([{"name": "nv-shared-memory", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/etc/nccl", "readOnly": true}])
         );
-        assert!(!add_mounts(&mut c, [&shm, &topo]).unwrap());
     }
 
     #[test]
@@ -221,18 +394,21 @@ mod tests {
             same_capability("CAP_IPC_LOCK", "IPC_LOCK") && same_capability("ipc_lock", "IPC_LOCK")
         );
         assert!(!same_capability("IPC_LOCKED", "IPC_LOCK"));
-        let mut c = obj(
-            json!({"securityContext": {"capabilities": {"add": ["cap_ipc_lock"], "drop": ["ALL"]}}}),
+        let add = |c: &mut Object<'_>| add_capabilities(c, &["IPC_LOCK"]).unwrap();
+        let user =
+            json!({"securityContext": {"capabilities": {"add": ["cap_ipc_lock"], "drop": ["ALL"]}}});
+        assert_eq!(changed(user.clone(), add), (false, user));
+        let (added, c) = changed(
+            json!({"securityContext": {"capabilities": {"add": ["NET_RAW"]}}}),
+            add,
         );
-        assert!(!add_capabilities(&mut c, &["IPC_LOCK"]).unwrap());
-        let mut c = obj(json!({"securityContext": {"capabilities": {"add": ["NET_RAW"]}}}));
-        assert!(add_capabilities(&mut c, &["IPC_LOCK"]).unwrap());
+        assert!(added);
         assert_eq!(
             c["securityContext"]["capabilities"]["add"],
             json!(["NET_RAW", "IPC_LOCK"])
         );
-        let mut c = obj(json!({"securityContext": null}));
-        assert!(add_capabilities(&mut c, &["IPC_LOCK"]).unwrap());
+        let (added, c) = changed(json!({"securityContext": null}), add);
+        assert!(added);
         assert_eq!(
             c["securityContext"],
             json!({"capabilities": {"add": ["IPC_LOCK"]}})
@@ -241,29 +417,30 @@ mod tests {
 
     #[test]
     fn wrong_types_are_located() {
-        let mut c = obj(json!({"securityContext": {"capabilities": {"add": "IPC_LOCK"}}}));
-        let error = add_capabilities(&mut c, &["IPC_LOCK"])
-            .unwrap_err()
-            .within("spec.containers[0]");
+        let (error, _) = changed(
+            json!({"securityContext": {"capabilities": {"add": "IPC_LOCK"}}}),
+            |c| add_capabilities(c, &["IPC_LOCK"]).unwrap_err(),
+        );
         assert_eq!(
-            error,
+            error.within("spec.containers[0]"),
             malformed(
                 "spec.containers[0].securityContext.capabilities.add",
                 "a list"
             )
         );
-        let mut c = obj(json!({"env": {"A": "1"}}));
-        assert_eq!(
-            add_env(&mut c, VARS).unwrap_err(),
-            malformed("env", "a list")
-        );
+        let (error, _) = changed(json!({"env": {"A": "1"}}), |c| add_vars(c).unwrap_err());
+        assert_eq!(error, malformed("env", "a list"));
     }
 
     #[test]
     fn set_if_absent_treats_null_as_absent() {
-        let mut m = obj(json!({"a": 1, "b": null}));
-        assert!(!set_if_absent(&mut m, "a", || json!(2)));
-        assert!(set_if_absent(&mut m, "b", || json!(2)));
-        assert_eq!(m, obj(json!({"a": 1, "b": 2})));
+        let (results, m) = changed(json!({"a": 1, "b": null}), |m| {
+            (
+                set_if_absent(m, "a", || "2".into()),
+                set_if_absent(m, "b", || "2".into()),
+            )
+        });
+        assert_eq!(results, (false, true));
+        assert_eq!(m, json!({"a": 1, "b": 2}));
     }
 }

@@ -1,16 +1,16 @@
 //! Reads only what the trigger needs from the admission payload, in one pass and without building
 //! the pod as a JSON tree: most pods in a cluster are not opted in, and for them this is all the
-//! work done. An opted-in pod is read a second time, whole (see [`full_object`]).
+//! work done. An opted-in pod is read a second time, by [`crate::view`].
 //!
 //! Every reader here is lenient: a field of the wrong JSON type reads as absent instead of failing
 //! the whole decode, because a pod that is not ours must pass untouched whatever it holds.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
 
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess};
 use serde_json::value::RawValue;
+
+use crate::lenient::{Lenient, Loose, Text, each_field, skip, text_fields};
 
 /// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`.
 #[derive(serde::Deserialize)]
@@ -31,34 +31,6 @@ pub struct Request<'a> {
     pub kind: Loose<Gvk<'a>>,
     #[serde(borrow, default)]
     pub object: Option<Loose<Pod<'a>>>,
-}
-
-/// The request's object as a JSON tree: the second read, for an opted-in pod only.
-pub fn full_object(payload: &[u8]) -> serde_json::Result<serde_json::Value> {
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        request: Request,
-    }
-    #[derive(serde::Deserialize)]
-    struct Request {
-        #[serde(default)]
-        object: serde_json::Value,
-    }
-    serde_json::from_slice::<Envelope>(payload).map(|e| e.request.object)
-}
-
-/// A value read leniently: the wrong JSON type reads as `T::default()`.
-#[derive(Debug, Default)]
-pub struct Loose<T>(pub T);
-
-/// A string, if the value was one.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Text<'a>(pub Option<Cow<'a, str>>);
-
-impl Text<'_> {
-    pub fn as_str(&self) -> Option<&str> {
-        self.0.as_deref()
-    }
 }
 
 #[derive(Debug, Default)]
@@ -101,91 +73,6 @@ impl<'a> PodPeek<'a> {
     }
 }
 
-/// How a lenient type is built from each JSON shape; the shapes it does not implement are skipped.
-pub trait Lenient<'de>: Default {
-    fn from_str(_text: Cow<'de, str>) -> Self {
-        Self::default()
-    }
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Self::default())
-    }
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Self::default())
-    }
-}
-
-impl<'de, T: Lenient<'de>> Deserialize<'de> for Loose<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_any(LenientVisitor(PhantomData))
-            .map(Loose)
-    }
-}
-
-struct LenientVisitor<T>(PhantomData<T>);
-
-impl<'de, T: Lenient<'de>> Visitor<'de> for LenientVisitor<T> {
-    type Value = T;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<T, E> {
-        Ok(T::from_str(Cow::Borrowed(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<T, E> {
-        Ok(T::from_str(Cow::Owned(v.to_string())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<T, E> {
-        Ok(T::from_str(Cow::Owned(v)))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-        T::from_map(map)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
-        T::from_seq(seq)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
-        Ok(T::default())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<T, E> {
-        Ok(T::default())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<T, E> {
-        Ok(T::default())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
-        Ok(T::default())
-    }
-    fn visit_unit<E>(self) -> Result<T, E> {
-        Ok(T::default())
-    }
-}
-
-/// Reads each entry of a JSON object, handing the key to `field`.
-fn each_field<'de, A, F>(mut map: A, mut field: F) -> Result<(), A::Error>
-where
-    A: MapAccess<'de>,
-    F: FnMut(&str, &mut A) -> Result<(), A::Error>,
-{
-    while let Some(Loose(Text(Some(key)))) = map.next_key::<Loose<Text<'de>>>()? {
-        field(&key, &mut map)?;
-    }
-    Ok(())
-}
-
-fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
-    map.next_value::<IgnoredAny>().map(drop)
-}
-
-impl<'a, 'de: 'a> Lenient<'de> for Text<'a> {
-    fn from_str(text: Cow<'de, str>) -> Self {
-        Text(Some(text))
-    }
-}
-
 impl<'a, 'de: 'a> Lenient<'de> for Gvk<'a> {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
         let mut gvk = Gvk::default();
@@ -199,22 +86,6 @@ impl<'a, 'de: 'a> Lenient<'de> for Gvk<'a> {
         )?;
         Ok(gvk)
     }
-}
-
-/// Reads the named string fields of an object into their slots and skips the rest.
-fn text_fields<'a, 'de: 'a, A: MapAccess<'de>>(
-    map: A,
-    slots: &mut [(&str, &mut Text<'a>)],
-) -> Result<(), A::Error> {
-    each_field(map, |key, map| {
-        match slots.iter_mut().find(|(name, _)| *name == key) {
-            Some((_, slot)) => {
-                **slot = map.next_value::<Loose<Text<'a>>>()?.0;
-                Ok(())
-            }
-            None => skip(map),
-        }
-    })
 }
 
 /// The pod object, of which only `metadata` is read.
@@ -350,7 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn one_pass_reads_the_decision_and_a_second_the_whole_pod() {
+    fn one_pass_reads_the_decision() {
         let payload = r#"{"request": {"uid": "1", "operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                           "object": {"metadata": {"annotations": {"a": "b"}}, "spec": {"x": [1, 2.5]}}, "oldObject": null},
                           "settings": {"gcp": {"enabled": true}}}"#;
@@ -362,10 +233,6 @@ mod tests {
         assert_eq!(
             envelope.settings.map(RawValue::get),
             Some(r#"{"gcp": {"enabled": true}}"#)
-        );
-        assert_eq!(
-            full_object(payload.as_bytes()).unwrap(),
-            serde_json::json!({"metadata": {"annotations": {"a": "b"}}, "spec": {"x": [1, 2.5]}})
         );
         let deleted: Envelope<'_> =
             serde_json::from_str(r#"{"request": {"operation": "DELETE", "object": null}}"#)

@@ -1,7 +1,8 @@
 //! What one cloud injects, as data. The merge engine applies any [`Profile`]; a cloud is a table
 //! (see `clouds.rs`), not a loop of its own.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 /// Everything a cloud adds to an opted-in pod.
 #[derive(Debug, Clone)]
@@ -35,17 +36,25 @@ pub struct Device {
     pub per_gpu: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct EnvVar {
     pub name: &'static str,
     pub value: &'static str,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Serialised as the container's `volumeMounts` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Mount {
+    #[serde(rename = "name")]
     pub volume: &'static str,
+    #[serde(rename = "mountPath")]
     pub path: &'static str,
+    #[serde(rename = "readOnly", skip_serializing_if = "is_false")]
     pub read_only: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,24 +99,6 @@ pub struct Network {
 impl Profile {
     pub fn env_vars(&self) -> impl Iterator<Item = &'static EnvVar> + use<> {
         self.env.iter().flat_map(|group| group.iter())
-    }
-}
-
-impl EnvVar {
-    pub fn to_json(self) -> Value {
-        json!({"name": self.name, "value": self.value})
-    }
-}
-
-impl Mount {
-    pub fn to_json(self) -> Value {
-        let mut mount = Map::new();
-        mount.insert("name".into(), self.volume.into());
-        mount.insert("mountPath".into(), self.path.into());
-        if self.read_only {
-            mount.insert("readOnly".into(), true.into());
-        }
-        Value::Object(mount)
     }
 }
 
@@ -159,11 +150,10 @@ impl Sidecar {
     /// The container, without the mounts of `skipped` volumes (ones the pod defines differently:
     /// like every other container, the sidecar never mounts a user's volume in place of ours).
     pub fn to_json(&self, skipped: &[&str]) -> Value {
-        let mounts: Vec<Value> = self
+        let mounts: Vec<&Mount> = self
             .mounts
             .iter()
             .filter(|m| !skipped.contains(&m.volume))
-            .map(|m| m.to_json())
             .collect();
         json!({
             "name": self.name,
@@ -171,7 +161,7 @@ impl Sidecar {
             "imagePullPolicy": "Always",
             "command": self.command,
             "args": self.args,
-            "env": self.env.iter().map(|e| e.to_json()).collect::<Vec<_>>(),
+            "env": self.env,
             "resources": {},
             // `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
             // before the workload and is stopped after it, so the job can complete.
@@ -233,19 +223,17 @@ mod tests {
 
     #[test]
     fn read_only_is_written_only_when_true() {
-        let rw = Mount {
+        let rw = json!(Mount {
             volume: "a",
             path: "/a",
             read_only: false,
-        }
-        .to_json();
+        });
         assert_eq!(rw, json!({"name": "a", "mountPath": "/a"}));
-        let ro = Mount {
+        let ro = json!(Mount {
             volume: "a",
             path: "/a",
             read_only: true,
-        }
-        .to_json();
+        });
         assert_eq!(
             ro,
             json!({"name": "a", "mountPath": "/a", "readOnly": true})

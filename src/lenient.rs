@@ -1,0 +1,161 @@
+//! Readers that never fail on the wrong JSON type: a field of the wrong type reads as absent.
+//!
+//! A pod that is not opted in must pass untouched whatever it holds, and inside an opted-in pod a
+//! list entry of the wrong shape (an env entry without a name) is simply not one of ours; so these
+//! readers skip what they do not expect instead of failing the whole decode.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// A value read leniently: the wrong JSON type reads as `T::default()`.
+#[derive(Debug, Default)]
+pub struct Loose<T>(pub T);
+
+/// A string, if the value was one.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Text<'a>(pub Option<Cow<'a, str>>);
+
+impl Text<'_> {
+    pub fn as_str(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+/// How a lenient type is built from each JSON shape; the shapes it does not implement are skipped.
+pub trait Lenient<'de>: Default {
+    fn from_str(_text: Cow<'de, str>) -> Self {
+        Self::default()
+    }
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Self::default())
+    }
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Self::default())
+    }
+}
+
+impl<'de, T: Lenient<'de>> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(LenientVisitor(PhantomData))
+            .map(Loose)
+    }
+}
+
+struct LenientVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Lenient<'de>> Visitor<'de> for LenientVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<T, E> {
+        Ok(T::from_str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<T, E> {
+        Ok(T::from_str(Cow::Owned(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<T, E> {
+        Ok(T::from_str(Cow::Owned(v)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::from_map(map)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
+        T::from_seq(seq)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+}
+
+/// Reads each entry of a JSON object, handing the key to `field`.
+pub fn each_field<'de, A, F>(mut map: A, mut field: F) -> Result<(), A::Error>
+where
+    A: MapAccess<'de>,
+    F: FnMut(&str, &mut A) -> Result<(), A::Error>,
+{
+    while let Some(Loose(Text(Some(key)))) = map.next_key::<Loose<Text<'de>>>()? {
+        field(&key, &mut map)?;
+    }
+    Ok(())
+}
+
+pub fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
+    map.next_value::<IgnoredAny>().map(drop)
+}
+
+impl<'a, 'de: 'a> Lenient<'de> for Text<'a> {
+    fn from_str(text: Cow<'de, str>) -> Self {
+        Text(Some(text))
+    }
+}
+
+/// Reads the named string fields of an object into their slots and skips the rest.
+pub fn text_fields<'a, 'de: 'a, A: MapAccess<'de>>(
+    map: A,
+    slots: &mut [(&str, &mut Text<'a>)],
+) -> Result<(), A::Error> {
+    each_field(map, |key, map| {
+        match slots.iter_mut().find(|(name, _)| *name == key) {
+            Some((_, slot)) => {
+                **slot = map.next_value::<Loose<Text<'a>>>()?.0;
+                Ok(())
+            }
+            None => skip(map),
+        }
+    })
+}
+
+
+/// A list read leniently: `T` reads each item, whatever its type.
+#[derive(Debug)]
+pub struct Items<T>(pub Vec<T>);
+
+impl<T> Default for Items<T> {
+    fn default() -> Self {
+        Items(Vec::new())
+    }
+}
+
+impl<'de, T: Lenient<'de>> Lenient<'de> for Items<T> {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Loose(item)) = seq.next_element::<Loose<T>>()? {
+            items.push(item);
+        }
+        Ok(Items(items))
+    }
+}
+
+/// A list entry's `name`: env entries, mounts' volumes, containers, volumes.
+#[derive(Debug, Default)]
+pub struct Named<'a> {
+    pub name: Text<'a>,
+}
+
+impl<'a, 'de: 'a> Lenient<'de> for Named<'a> {
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let mut named = Named::default();
+        text_fields(map, &mut [("name", &mut named.name)])?;
+        Ok(named)
+    }
+}

@@ -1,0 +1,474 @@
+//! An opted-in pod as the merge engine sees it, and the answer written back from it.
+//!
+//! Only the objects the merge reads or writes (given as a [`Shape`]) are parsed into members;
+//! every other value stays a slice of the request's own JSON text. The answer is written by
+//! copying those slices and splicing in the policy's additions, so the nine tenths of the pod the
+//! policy does not touch are copied, never decoded into a tree nor encoded again, and a number
+//! the policy does not read comes back byte for byte.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::error::{Rejection, malformed};
+
+/// Which members of an object are parsed; all others are kept as text.
+#[derive(Debug)]
+pub struct Shape {
+    pub members: &'static [(&'static str, Member)],
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Member {
+    Object(&'static Shape),
+    /// A list of objects of this shape.
+    List(&'static Shape),
+}
+
+/// A JSON value of the pod.
+#[derive(Debug)]
+pub enum Node<'a> {
+    /// The request's own text, copied to the answer as it is.
+    Raw(&'a RawValue),
+    /// `null` where the shape expects an object or a list.
+    Null,
+    Object(Object<'a>),
+    List(Vec<Node<'a>>),
+    /// JSON text written by the policy.
+    New(String),
+    /// A list of the request's (`Raw`) with items appended: their JSON text, comma-separated.
+    Extended(&'a RawValue, String),
+}
+
+/// An object's members in document order. A repeated key's last value is the one that counts,
+/// as in any JSON decoder the API server or the policy server uses.
+#[derive(Debug, Default)]
+pub struct Object<'a> {
+    members: Vec<(Cow<'a, str>, Node<'a>)>,
+}
+
+impl<'a> Node<'a> {
+    /// `null`, whether parsed or kept as text.
+    pub fn is_null(&self) -> bool {
+        match self {
+            Node::Null => true,
+            Node::Raw(raw) => raw.get() == "null",
+            _ => false,
+        }
+    }
+
+    /// The request's text of a value the shape did not parse.
+    pub fn raw(&self) -> Option<&'a RawValue> {
+        match self {
+            Node::Raw(raw) => Some(raw),
+            _ => None,
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Node::Raw(raw) => out.extend_from_slice(raw.get().as_bytes()),
+            Node::Null => out.extend_from_slice(b"null"),
+            Node::Object(object) => object.write(out),
+            Node::List(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write(out);
+                }
+                out.push(b']');
+            }
+            Node::New(text) => out.extend_from_slice(text.as_bytes()),
+            Node::Extended(raw, items) => {
+                // A raw list is `[`, its items and blanks, then `]` as its last byte.
+                let list = raw.get();
+                let head = &list[..list.len() - 1];
+                out.extend_from_slice(head.as_bytes());
+                if !head[1..].trim().is_empty() {
+                    out.push(b',');
+                }
+                out.extend_from_slice(items.as_bytes());
+                out.push(b']');
+            }
+        }
+    }
+}
+
+impl<'a> Object<'a> {
+    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
+        self.members
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node<'a>> {
+        self.members
+            .iter_mut()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+
+    /// Sets `key`, replacing the value that counts if there is one.
+    pub fn insert(&mut self, key: &str, value: Node<'a>) -> &mut Node<'a> {
+        let at = match self.members.iter().rposition(|(k, _)| k == key) {
+            Some(at) => {
+                self.members[at].1 = value;
+                at
+            }
+            None => {
+                self.members.push((Cow::Owned(key.to_string()), value));
+                self.members.len() - 1
+            }
+        };
+        &mut self.members[at].1
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.members.iter().map(|(k, _)| k.as_ref())
+    }
+
+    /// The object as JSON text, with every change made to it.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        for (i, (key, value)) in self.members.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_string(out, key);
+            out.push(b':');
+            value.write(out);
+        }
+        out.push(b'}');
+    }
+}
+
+/// A JSON string. Keys borrowed from the request had no escapes there, so need none here.
+fn write_string(out: &mut Vec<u8>, key: &Cow<'_, str>) {
+    match key {
+        Cow::Borrowed(plain) => {
+            out.push(b'"');
+            out.extend_from_slice(plain.as_bytes());
+            out.push(b'"');
+        }
+        Cow::Owned(text) => {
+            // Writing a string into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, text);
+        }
+    }
+}
+
+/// Reads `request.object` of an admission payload as an object of `shape`. A value the shape
+/// parses that is neither `null` nor of the shape's JSON type is a rejection naming its path.
+pub fn read_object<'a>(payload: &'a [u8], shape: &'static Shape) -> Result<Object<'a>, Rejection> {
+    let wrong_type = Cell::new(None);
+    let seed = Seed {
+        member: Member::Object(shape),
+        path: &Path::Root,
+        wrong_type: &wrong_type,
+    };
+    let read = Within {
+        key: "request",
+        seed: Within {
+            key: "object",
+            seed,
+        },
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(payload);
+    let result = read.deserialize(&mut deserializer);
+    if let Some(rejection) = wrong_type.take() {
+        return Err(rejection);
+    }
+    match result {
+        Ok(Some(Some(Node::Object(object)))) => Ok(object),
+        Ok(_) => Err(malformed("the object", "an object")),
+        Err(e) => Err(Rejection::Unreadable {
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// Where a value is, for messages: `spec.containers[2].resources`.
+enum Path<'p> {
+    Root,
+    Key(&'p Path<'p>, &'static str),
+    Index(&'p Path<'p>, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Root => f.write_str("the object"),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
+
+/// Reads the value of `key` of an object with `seed` and skips the other members. `None` when
+/// the object lacks the key; a wrong type reads as `None` (the decision's pass already read it).
+struct Within<S> {
+    key: &'static str,
+    seed: S,
+}
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Within<S> {
+    type Value = Option<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Within<S> {
+    type Value = Option<S::Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an object with {}", self.key)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut seed = Some(self.seed);
+        let mut found = None;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match seed.take_if(|_| key == self.key) {
+                Some(seed) => found = Some(map.next_value_seed(seed)?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Parses one value the shape names: an object (or list) and, inside it, the members its shape
+/// names; every other member is kept as text.
+#[derive(Clone, Copy)]
+struct Seed<'p> {
+    member: Member,
+    path: &'p Path<'p>,
+    wrong_type: &'p Cell<Option<Rejection>>,
+}
+
+impl<'de, 'p> DeserializeSeed<'de> for Seed<'p> {
+    type Value = Node<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node<'de>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl Seed<'_> {
+    /// Records where the wrong type is, for the rejection, and stops the parse.
+    fn wrong<E: de::Error>(self) -> E {
+        let expected = match self.member {
+            Member::Object(_) => "an object",
+            Member::List(_) => "a list",
+        };
+        self.wrong_type
+            .set(Some(malformed(&self.path.to_string(), expected)));
+        E::custom("wrong JSON type")
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_> {
+    type Value = Node<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} as {:?}", self.path, self.member)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        let Member::Object(shape) = self.member else {
+            return Err(self.wrong());
+        };
+        let mut object = Object::default();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let value = match shape.members.iter().find(|(name, _)| *name == key) {
+                Some(&(name, member)) => map.next_value_seed(Seed {
+                    member,
+                    path: &Path::Key(self.path, name),
+                    wrong_type: self.wrong_type,
+                })?,
+                None => Node::Raw(map.next_value()?),
+            };
+            object.members.push((key, value));
+        }
+        Ok(Node::Object(object))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        let Member::List(shape) = self.member else {
+            return Err(self.wrong());
+        };
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Seed {
+            member: Member::Object(shape),
+            path: &Path::Index(self.path, items.len()),
+            wrong_type: self.wrong_type,
+        })? {
+            items.push(item);
+        }
+        Ok(Node::List(items))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node<'de>, E> {
+        Err(self.wrong())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node<'de>, E> {
+        Err(self.wrong())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node<'de>, E> {
+        Err(self.wrong())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node<'de>, E> {
+        Err(self.wrong())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Node<'de>, E> {
+        Err(self.wrong())
+    }
+}
+
+/// An object key, borrowed from the request when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    const LEAF: Shape = Shape { members: &[] };
+    const ITEM: Shape = Shape {
+        members: &[("inner", Member::Object(&LEAF))],
+    };
+    const SHAPE: Shape = Shape {
+        members: &[
+            ("meta", Member::Object(&LEAF)),
+            ("items", Member::List(&ITEM)),
+        ],
+    };
+
+    fn payload(object: &str) -> Vec<u8> {
+        format!(r#"{{"request": {{"uid": "u", "object": {object}, "oldObject": null}}, "settings": {{}}}}"#)
+            .into_bytes()
+    }
+
+    fn written(object: &Object<'_>) -> String {
+        let mut out = Vec::new();
+        object.write(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn what_is_not_changed_comes_back_byte_for_byte() {
+        let text = r#"{"a": 4.2000000000000005e+93, "meta": {"x": [1, 2.50]}, "items": [{"inner": null, "b": "\u0041"}], "esc\"aped": 1e400}"#;
+        let bytes = payload(text);
+        let object = read_object(&bytes, &SHAPE).unwrap();
+        assert_eq!(
+            written(&object),
+            r#"{"a":4.2000000000000005e+93,"meta":{"x":[1, 2.50]},"items":[{"inner":null,"b":"\u0041"}],"esc\"aped":1e400}"#
+        );
+    }
+
+    #[test]
+    fn additions_are_spliced_in() {
+        let bytes = payload(r#"{"meta": {}, "items": [{"inner": {"l": [ ], "m": [1 ]}}]}"#);
+        let mut object = read_object(&bytes, &SHAPE).unwrap();
+        let Some(Node::Object(meta)) = object.get_mut("meta") else {
+            panic!("meta is parsed")
+        };
+        meta.insert("k", Node::New(r#""v""#.into()));
+        let Some(Node::List(items)) = object.get_mut("items") else {
+            panic!("items are parsed")
+        };
+        let Node::Object(item) = &mut items[0] else {
+            panic!("an item is parsed")
+        };
+        let Some(Node::Object(inner)) = item.get_mut("inner") else {
+            panic!("inner is parsed")
+        };
+        for key in ["l", "m"] {
+            let raw = inner.get(key).and_then(Node::raw).unwrap();
+            inner.insert(key, Node::Extended(raw, "2,3".into()));
+        }
+        let text = written(&object);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"meta": {"k": "v"}, "items": [{"inner": {"l": [2, 3], "m": [1, 2, 3]}}]})
+        );
+    }
+
+    #[test]
+    fn the_last_of_repeated_keys_counts() {
+        let bytes = payload(r#"{"meta": {"a": 1}, "meta": {"a": 2}}"#);
+        let object = read_object(&bytes, &SHAPE).unwrap();
+        let Some(Node::Object(meta)) = object.get("meta") else {
+            panic!("meta is parsed")
+        };
+        assert_eq!(meta.get("a").and_then(Node::raw).unwrap().get(), "2");
+    }
+
+    #[test]
+    fn a_wrong_type_where_the_shape_reads_is_located() {
+        for (object, path, expected) in [
+            (r#"{"meta": 1.5}"#, "meta", "an object"),
+            (r#"{"items": {"a": 1}}"#, "items", "a list"),
+            (r#"{"items": [{}, {"inner": "x"}]}"#, "items[1].inner", "an object"),
+            (r#"{"items": [true]}"#, "items[0]", "an object"),
+            ("7", "the object", "an object"),
+        ] {
+            let bytes = payload(object);
+            assert_eq!(
+                read_object(&bytes, &SHAPE).unwrap_err(),
+                malformed(path, expected),
+                "{object}"
+            );
+        }
+        let bytes = payload("null");
+        assert_eq!(
+            read_object(&bytes, &SHAPE).unwrap_err(),
+            malformed("the object", "an object")
+        );
+        // Null where the shape reads is absent; elsewhere it is kept as text.
+        let bytes = payload(r#"{"meta": null, "other": null}"#);
+        let object = read_object(&bytes, &SHAPE).unwrap();
+        assert!(matches!(object.get("meta"), Some(Node::Null)));
+        assert!(object.get("other").is_some_and(Node::is_null));
+    }
+}
