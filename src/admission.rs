@@ -16,10 +16,17 @@ use crate::view;
 /// The answer to one admission request.
 #[derive(Debug, PartialEq)]
 pub enum Verdict {
-    Accept { warnings: Vec<String> },
+    Accept {
+        warnings: Vec<String>,
+    },
     /// `pod` is the mutated pod's JSON text.
-    Mutate { pod: Vec<u8>, warnings: Vec<String> },
-    Reject { message: String },
+    Mutate {
+        pod: Vec<u8>,
+        warnings: Vec<String>,
+    },
+    Reject {
+        message: String,
+    },
 }
 
 /// `validate`: the payload is `{"request": AdmissionRequest, "settings": {...}}`.
@@ -125,7 +132,8 @@ fn encode(verdict: Verdict) -> Vec<u8> {
     serde_json::to_vec(&response).unwrap_or_else(|_| INTERNAL_ERROR.to_vec())
 }
 
-const INTERNAL_ERROR: &[u8] = br#"{"accepted":false,"message":"internal error encoding the response"}"#;
+const INTERNAL_ERROR: &[u8] =
+    br#"{"accepted":false,"message":"internal error encoding the response"}"#;
 
 /// The SDK's `ValidationResponse` with the pod's text as `mutated_object`, written around it
 /// rather than through a `Value`, which would parse the pod again only to encode it again.
@@ -162,7 +170,10 @@ mod tests {
                 response.mutated_object,
                 Some(json!({"metadata": {"name": "w"}, "spec": {"x": 1.5}}))
             );
-            assert_eq!(response.warnings, (!warnings.is_empty()).then_some(warnings));
+            assert_eq!(
+                response.warnings,
+                (!warnings.is_empty()).then_some(warnings)
+            );
             let as_sdk = serde_json::to_value(&response).unwrap();
             let keys: Vec<_> = as_sdk.as_object().unwrap().keys().collect();
             let ours: Value = serde_json::from_slice(&answer).unwrap();

@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 use crate::error::{Rejection, malformed};
 use crate::lenient::{Items, Lenient, Loose, Named, Text, each_field, skip};
 use crate::merge::{
-    Rendered, add_capabilities, add_env, add_mounts, added_capabilities, append, items, render,
-    render_string, json_text, names, object, object_entry, object_mut, raw_items, same_capability,
+    Block, add_capabilities, add_env, add_mounts, added_capabilities, append, items, json_text,
+    names, object, object_entry, object_mut, raw_items, render, render_string, same_capability,
     set_if_absent, text,
 };
 use crate::multus;
@@ -92,7 +92,10 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
         return Ok(outcome);
     }
 
-    let conflicts = conflicting_volumes(spec, &profile.volumes)?;
+    let Volumes {
+        existing: existing_volumes,
+        conflicts,
+    } = read_volumes(spec, &profile.volumes)?;
     for volume in &conflicts {
         outcome.warnings.push(format!(
             "pod volume {volume:?} differs from the one multi-node networking needs; kept it and did not mount it"
@@ -105,17 +108,15 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
             .is_some_and(|p| !p.is_null());
 
     // The profile's additions as JSON text, written once and copied into every GPU container.
-    let env: Vec<_> = profile.env_vars().map(Rendered::new).collect();
-    let mounts: Vec<_> = profile
-        .mounts
-        .iter()
-        .filter(|m| !conflicts.contains(&m.volume))
-        .map(Rendered::new)
-        .collect();
     let additions = Additions {
         profile,
-        env: &env,
-        mounts: &mounts,
+        env: Block::new(profile.env_vars()),
+        mounts: Block::new(
+            profile
+                .mounts
+                .iter()
+                .filter(|m| !conflicts.contains(&m.volume)),
+        ),
     };
 
     let mut devices: u64 = 0;
@@ -137,10 +138,16 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
     }
 
     if let Some(sidecar) = profile.sidecar {
-        let taken = container_names(spec)?.iter().any(|name| name == sidecar.name);
+        let taken = container_names(spec)?
+            .iter()
+            .any(|name| name == sidecar.name);
         if !taken {
-            append(spec, "initContainers", render(&sidecar.to_json(&conflicts)))
-                .map_err(|e| e.within("spec"))?;
+            append(
+                spec,
+                "initContainers",
+                render(&sidecar.container(&conflicts)),
+            )
+            .map_err(|e| e.within("spec"))?;
             mounted.extend(
                 sidecar
                     .mounts
@@ -151,7 +158,12 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
             outcome.changed = true;
         }
     }
-    outcome.changed |= add_volumes(spec, &profile.volumes, &conflicts, &mounted)?;
+    let wanted: Vec<&Volume> = profile
+        .volumes
+        .iter()
+        .filter(|v| !conflicts.contains(&v.name) && !existing_volumes.contains(&v.name))
+        .collect();
+    outcome.changed |= add_volumes(spec, wanted, &mounted)?;
 
     if !profile.annotations.is_empty() || profile.network.is_some() {
         let metadata = object_entry(pod, "metadata")?;
@@ -183,8 +195,8 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
 /// The profile's per-container additions, with their JSON text.
 struct Additions<'p> {
     profile: &'p Profile,
-    env: &'p [Rendered<'p, EnvVar>],
-    mounts: &'p [Rendered<'p, Mount>],
+    env: Block<'p, EnvVar>,
+    mounts: Block<'p, Mount>,
 }
 
 /// What injecting one container did.
@@ -242,7 +254,8 @@ fn requested<'o>(container: &'o Object<'_>, resource: &str) -> Result<Option<&'o
 /// The whole number a quantity's JSON text stands for, or a rejection naming it.
 fn whole(container: &str, resource: &str, json: &str) -> Result<u64, Rejection> {
     let value: Value = serde_json::from_str(json).unwrap_or(Value::Null);
-    quantity::whole(&value).map_err(|problem| quantity_rejection(container, resource, &value, problem))
+    quantity::whole(&value)
+        .map_err(|problem| quantity_rejection(container, resource, &value, problem))
 }
 
 fn container_name(container: &Object<'_>, index: usize) -> String {
@@ -286,8 +299,8 @@ fn inject_container(
     if let Some(cpu) = profile.default_cpu_request {
         changed |= default_cpu(container, cpu)?;
     }
-    changed |= add_env(container, additions.env)?;
-    let mounted = add_mounts(container, additions.mounts)?;
+    changed |= add_env(container, &additions.env)?;
+    let mounted = add_mounts(container, &additions.mounts)?;
     changed |= !mounted.is_empty();
     if profile.harden {
         changed |= harden(container, seccomp_set, profile.capabilities)?;
@@ -347,14 +360,22 @@ fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Rejection>
 /// `allowPrivilegeEscalation: false` and a `RuntimeDefault` seccomp profile, only where the API
 /// server accepts them and the user has not chosen otherwise (SPEC section 5). `adding` are the
 /// capabilities the profile adds to the container.
-fn harden(container: &mut Object<'_>, seccomp_set: bool, adding: &[&str]) -> Result<bool, Rejection> {
+fn harden(
+    container: &mut Object<'_>,
+    seccomp_set: bool,
+    adding: &[&str],
+) -> Result<bool, Rejection> {
     let sys_admin = added_capabilities(container)?
         .iter()
         .filter_map(Text::as_str)
         .chain(adding.iter().copied())
         .any(|c| same_capability(c, "SYS_ADMIN"));
     let security = object_entry(container, "securityContext")?;
-    let privileged = security.get("privileged").and_then(Node::raw).map(RawValue::get) == Some("true");
+    let privileged = security
+        .get("privileged")
+        .and_then(Node::raw)
+        .map(RawValue::get)
+        == Some("true");
     let mut changed = false;
     if !privileged && !sys_admin {
         changed |= set_if_absent(security, "allowPrivilegeEscalation", || "false".into());
@@ -367,54 +388,59 @@ fn harden(container: &mut Object<'_>, seccomp_set: bool, adding: &[&str]) -> Res
     Ok(changed)
 }
 
-/// The profile's volumes that the pod already declares differently, in the profile's order.
-fn conflicting_volumes<'p>(
-    spec: &Object<'_>,
-    volumes: &'p [Volume],
-) -> Result<Vec<&'p str>, Rejection> {
-    let mut differing = Vec::new();
-    for existing in raw_items(spec, "volumes").map_err(|e| e.within("spec"))? {
-        let name = serde_json::from_str::<Loose<Named<'_>>>(existing.get())
-            .ok()
-            .and_then(|named| named.0.name.0);
-        if let Some(ours) = volumes.iter().find(|v| Some(v.name) == name.as_deref()) {
-            let theirs: Value = serde_json::from_str(existing.get()).unwrap_or(Value::Null);
-            if !ours.same_as(&theirs) {
-                differing.push(ours.name);
-            }
-        }
-    }
-    Ok(volumes
-        .iter()
-        .map(|v| v.name)
-        .filter(|name| differing.contains(name))
-        .collect())
+/// The profile's volumes as the pod has them.
+struct Volumes<'p> {
+    /// Declared by the pod.
+    existing: Vec<&'p str>,
+    /// Declared by the pod differently, in the profile's order.
+    conflicts: Vec<&'p str>,
 }
 
-/// Adds each volume that the pod lacks and some container or init container now mounts:
-/// the user's mounts as the request has them, and `mounted`, the ones the policy added.
+fn read_volumes<'p>(spec: &Object<'_>, volumes: &'p [Volume]) -> Result<Volumes<'p>, Rejection> {
+    let mut found = Volumes {
+        existing: Vec::new(),
+        conflicts: Vec::new(),
+    };
+    for theirs in raw_items(spec, "volumes").map_err(|e| e.within("spec"))? {
+        let name = serde_json::from_str::<Loose<Named<'_>>>(theirs.get())
+            .ok()
+            .and_then(|named| named.0.name.0);
+        let Some(ours) = volumes.iter().find(|v| Some(v.name) == name.as_deref()) else {
+            continue;
+        };
+        found.existing.push(ours.name);
+        let theirs: Value = serde_json::from_str(theirs.get()).unwrap_or(Value::Null);
+        if !ours.same_as(&theirs) {
+            found.conflicts.push(ours.name);
+        }
+    }
+    found.conflicts = volumes
+        .iter()
+        .map(|v| v.name)
+        .filter(|name| found.conflicts.contains(name))
+        .collect();
+    Ok(found)
+}
+
+/// Adds each of the `wanted` volumes that some container or init container now mounts: one of
+/// the policy's mounts (`mounted`) or the user's own.
 fn add_volumes(
     spec: &mut Object<'_>,
-    volumes: &[Volume],
-    conflicts: &[&str],
+    wanted: Vec<&Volume>,
     mounted: &[&str],
 ) -> Result<bool, Rejection> {
-    let existing = names(spec, "volumes").map_err(|e| e.within("spec"))?;
-    let wanted: Vec<&Volume> = volumes
-        .iter()
-        .filter(|v| !conflicts.contains(&v.name))
-        .filter(|v| !existing.iter().any(|e| e == v.name))
-        .collect();
-    if wanted.is_empty() {
-        return Ok(false);
-    }
-    let users_mounts = users_mounts(spec);
-    let missing: Vec<String> = wanted
-        .into_iter()
-        .filter(|v| mounted.contains(&v.name) || users_mounts.iter().any(|m| m == v.name))
-        .map(|v| render(&v.to_json()))
-        .collect();
-    append(spec, "volumes", missing.join(",")).map_err(|e| e.within("spec"))
+    // The user's mounts are read only if some volume is not one the policy mounted.
+    let users_mounts = if wanted.iter().all(|v| mounted.contains(&v.name)) {
+        Vec::new()
+    } else {
+        users_mounts(spec)
+    };
+    let missing = Block::new(
+        wanted
+            .into_iter()
+            .filter(|v| mounted.contains(&v.name) || users_mounts.iter().any(|m| m == v.name)),
+    );
+    append(spec, "volumes", missing.into_text()).map_err(|e| e.within("spec"))
 }
 
 /// The volumes the request's containers and init containers mount (read leniently: this only

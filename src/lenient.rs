@@ -125,7 +125,6 @@ pub fn text_fields<'a, 'de: 'a, A: MapAccess<'de>>(
     })
 }
 
-
 /// A list read leniently: `T` reads each item, whatever its type.
 #[derive(Debug)]
 pub struct Items<T>(pub Vec<T>);

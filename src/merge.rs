@@ -9,6 +9,7 @@
 //! located relative to the object passed in.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -18,20 +19,56 @@ use crate::lenient::{Items, Lenient, Loose, Named, Text, text_fields};
 use crate::profile::{EnvVar, Mount};
 use crate::view::{Node, Object};
 
-/// An item the policy adds, with its JSON text written once per request and copied into every
-/// container that lacks it.
+/// Items the policy adds to every GPU container, as JSON text written once per request. A
+/// container that has none of them (the usual case) gets the whole block copied in.
 #[derive(Debug)]
-pub struct Rendered<'p, T> {
-    pub item: &'p T,
-    pub json: String,
+pub struct Block<'p, T> {
+    text: String,
+    items: Vec<(&'p T, Range<usize>)>,
 }
 
-impl<'p, T: Serialize> Rendered<'p, T> {
-    pub fn new(item: &'p T) -> Self {
-        Rendered {
-            item,
-            json: render(item),
+impl<'p, T: Serialize> Block<'p, T> {
+    pub fn new(items: impl IntoIterator<Item = &'p T>) -> Self {
+        let mut text = Vec::new();
+        let mut ranges = Vec::new();
+        for item in items {
+            if !text.is_empty() {
+                text.push(b',');
+            }
+            let start = text.len();
+            // The profile's types are plain structs of strings and lists: this cannot fail.
+            if serde_json::to_writer(&mut text, item).is_err() {
+                text.truncate(start);
+            }
+            ranges.push((item, start..text.len()));
         }
+        Block {
+            // serde_json writes UTF-8.
+            text: String::from_utf8(text).unwrap_or_default(),
+            items: ranges,
+        }
+    }
+
+    /// All the items' JSON text, comma-separated.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
+    /// The JSON text of the items `keep` selects, comma-separated; empty if none.
+    fn text_of(&self, keep: impl Fn(&T) -> bool) -> String {
+        let kept: Vec<&Range<usize>> = self
+            .items
+            .iter()
+            .filter(|(item, _)| keep(item))
+            .map(|(_, range)| range)
+            .collect();
+        if kept.len() == self.items.len() {
+            return self.text.clone();
+        }
+        joined(
+            kept.into_iter()
+                .filter_map(|range| self.text.get(range.clone())),
+        )
     }
 }
 
@@ -47,7 +84,10 @@ pub fn render_string(value: &str) -> String {
 }
 
 /// The object at `key`, `None` when absent or null.
-pub fn object<'o, 'a>(parent: &'o Object<'a>, key: &str) -> Result<Option<&'o Object<'a>>, Rejection> {
+pub fn object<'o, 'a>(
+    parent: &'o Object<'a>,
+    key: &str,
+) -> Result<Option<&'o Object<'a>>, Rejection> {
     match parent.get(key) {
         None => Ok(None),
         Some(Node::Object(object)) => Ok(Some(object)),
@@ -83,7 +123,9 @@ pub fn object_entry<'o, 'a>(
     let slot = if create {
         parent.insert(key, Node::Object(Object::default()))
     } else {
-        parent.get_mut(key).ok_or_else(|| malformed(key, "an object"))?
+        parent
+            .get_mut(key)
+            .ok_or_else(|| malformed(key, "an object"))?
     };
     match slot {
         Node::Object(object) => Ok(object),
@@ -96,7 +138,9 @@ fn list_text<'a>(parent: &Object<'a>, key: &str) -> Result<Option<&'a RawValue>,
     match parent.get(key) {
         None => Ok(None),
         Some(node) if node.is_null() => Ok(None),
-        Some(Node::Raw(raw) | Node::Extended(raw, _)) if raw.get().starts_with('[') => Ok(Some(raw)),
+        Some(Node::Raw(raw) | Node::Extended(raw, _)) if raw.get().starts_with('[') => {
+            Ok(Some(raw))
+        }
         // The policy's own additions are not read back.
         Some(Node::New(text)) if text.starts_with('[') => Ok(None),
         Some(_) => Err(malformed(key, "a list")),
@@ -182,14 +226,10 @@ fn joined<'r>(items: impl IntoIterator<Item = &'r str>) -> String {
 }
 
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
-pub fn add_env(container: &mut Object<'_>, vars: &[Rendered<'_, EnvVar>]) -> Result<bool, Rejection> {
+pub fn add_env(container: &mut Object<'_>, vars: &Block<'_, EnvVar>) -> Result<bool, Rejection> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
-    let missing = joined(
-        vars.iter()
-            .filter(|var| !existing.iter().any(|e| e == var.item.name))
-            .map(|var| var.json.as_str()),
-    );
+    let missing = vars.text_of(|var| !existing.iter().any(|e| e == var.name));
     append(container, "env", missing)
 }
 
@@ -213,23 +253,23 @@ impl<'a, 'de: 'a> Lenient<'de> for MountRef<'a> {
 
 /// Adds each mount whose path and volume are both unused in the container: a user's own
 /// `/dev/shm` stays, whatever volume backs it. Returns the volumes it mounted.
-pub fn add_mounts<'m>(
+pub fn add_mounts(
     container: &mut Object<'_>,
-    mounts: impl IntoIterator<Item = &'m Rendered<'m, Mount>>,
+    mounts: &Block<'_, Mount>,
 ) -> Result<Vec<&'static str>, Rejection> {
     let existing = items::<MountRef<'_>>(container, "volumeMounts")?;
-    let (mut mounted, mut missing) = (Vec::new(), Vec::new());
-    for mount in mounts {
-        let Mount { volume, path, .. } = *mount.item;
-        let taken = existing
+    let free = |mount: &Mount| {
+        !existing
             .iter()
-            .any(|m| m.name.as_str() == Some(volume) || m.path.as_str() == Some(path));
-        if !taken {
-            mounted.push(volume);
-            missing.push(mount.json.as_str());
-        }
-    }
-    append(container, "volumeMounts", joined(missing))?;
+            .any(|m| m.name.as_str() == Some(mount.volume) || m.path.as_str() == Some(mount.path))
+    };
+    let mounted = mounts
+        .items
+        .iter()
+        .filter(|(mount, _)| free(mount))
+        .map(|(mount, _)| mount.volume)
+        .collect();
+    append(container, "volumeMounts", mounts.text_of(free))?;
     Ok(mounted)
 }
 
@@ -275,8 +315,12 @@ pub fn add_capabilities(container: &mut Object<'_>, wanted: &[&str]) -> Result<b
     let security = object_entry(container, "securityContext")?;
     let capabilities =
         object_entry(security, "capabilities").map_err(|e| e.within("securityContext"))?;
-    append(capabilities, "add", joined(missing.iter().map(String::as_str)))
-        .map_err(|e| e.within("securityContext.capabilities"))
+    append(
+        capabilities,
+        "add",
+        joined(missing.iter().map(String::as_str)),
+    )
+    .map_err(|e| e.within("securityContext.capabilities"))
 }
 
 /// Sets `key` to the JSON text `value` unless it is already set (to anything, `null` aside).
@@ -331,8 +375,7 @@ pub(crate) mod tests {
     ];
 
     fn add_vars(c: &mut Object<'_>) -> Result<bool, Rejection> {
-        let rendered: Vec<_> = VARS.iter().map(Rendered::new).collect();
-        add_env(c, &rendered)
+        add_env(c, &Block::new(VARS))
     }
 
     #[test]
@@ -352,7 +395,7 @@ pub(crate) mod tests {
     fn nothing_to_add_creates_nothing() {
         let (results, c) = changed(json!({"env": null}), |c| {
             (
-                add_mounts(c, &[]).unwrap(),
+                add_mounts(c, &Block::new([])).unwrap(),
                 add_capabilities(c, &[]).unwrap(),
             )
         });
@@ -375,12 +418,14 @@ pub(crate) mod tests {
             path: "/etc/nccl",
             read_only: true,
         };
-        let ours = [Rendered::new(&shm), Rendered::new(&topo)];
+        let ours = Block::new([&shm, &topo]);
         let user = json!({"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/topo"}]});
         let (mounted, c) = changed(user.clone(), |c| add_mounts(c, &ours).unwrap());
         assert!(mounted.is_empty());
         assert_eq!(c, user);
-        let (mounted, c) = changed(json!({"volumeMounts": []}), |c| add_mounts(c, &ours).unwrap());
+        let (mounted, c) = changed(json!({"volumeMounts": []}), |c| {
+            add_mounts(c, &ours).unwrap()
+        });
         assert_eq!(mounted, ["nv-shared-memory", "nccl-topo"]);
         assert_eq!(
             c["volumeMounts"],
@@ -395,8 +440,7 @@ pub(crate) mod tests {
         );
         assert!(!same_capability("IPC_LOCKED", "IPC_LOCK"));
         let add = |c: &mut Object<'_>| add_capabilities(c, &["IPC_LOCK"]).unwrap();
-        let user =
-            json!({"securityContext": {"capabilities": {"add": ["cap_ipc_lock"], "drop": ["ALL"]}}});
+        let user = json!({"securityContext": {"capabilities": {"add": ["cap_ipc_lock"], "drop": ["ALL"]}}});
         assert_eq!(changed(user.clone(), add), (false, user));
         let (added, c) = changed(
             json!({"securityContext": {"capabilities": {"add": ["NET_RAW"]}}}),

@@ -2,7 +2,8 @@
 //! (see `clouds.rs`), not a loop of its own.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::Value;
 
 /// Everything a cloud adds to an opted-in pod.
 #[derive(Debug, Clone)]
@@ -103,25 +104,55 @@ impl Profile {
 }
 
 impl Volume {
-    pub fn to_json(&self) -> Value {
-        let (key, source) = match &self.source {
-            Source::Scratch => ("emptyDir", json!({})),
-            Source::Memory => ("emptyDir", json!({"medium": "Memory"})),
-            Source::HostPath { path, kind: None } => ("hostPath", json!({"path": path})),
-            Source::HostPath {
-                path,
-                kind: Some(kind),
-            } => ("hostPath", json!({"path": path, "type": kind})),
-            // 420 is 0644, the API server's default: written out so a second pass compares equal.
-            Source::ConfigMap { name } => ("configMap", json!({"name": name, "defaultMode": 420})),
-        };
-        json!({"name": self.name, key: source})
-    }
-
     /// Whether a pod volume of the same name is this volume, reading the API server's defaults
     /// (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
     pub fn same_as(&self, pod_volume: &Value) -> bool {
-        normalized(pod_volume) == normalized(&self.to_json())
+        let ours = serde_json::to_string(self)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok());
+        ours.is_some_and(|ours| normalized(pod_volume) == normalized(&ours))
+    }
+}
+
+/// Serialised as the pod's `volumes` entry.
+impl Serialize for Volume {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Empty {}
+        #[derive(Serialize)]
+        struct EmptyDir {
+            medium: &'static str,
+        }
+        #[derive(Serialize)]
+        struct HostPath {
+            path: &'static str,
+            #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+            kind: Option<&'static str>,
+        }
+        #[derive(Serialize)]
+        struct ConfigMap<'a> {
+            name: &'a str,
+            #[serde(rename = "defaultMode")]
+            default_mode: u32,
+        }
+        let mut volume = serializer.serialize_map(Some(2))?;
+        volume.serialize_entry("name", self.name)?;
+        match &self.source {
+            Source::Scratch => volume.serialize_entry("emptyDir", &Empty {})?,
+            Source::Memory => volume.serialize_entry("emptyDir", &EmptyDir { medium: "Memory" })?,
+            Source::HostPath { path, kind } => {
+                volume.serialize_entry("hostPath", &HostPath { path, kind: *kind })?
+            }
+            // 420 is 0644, the API server's default: written out so a second pass compares equal.
+            Source::ConfigMap { name } => volume.serialize_entry(
+                "configMap",
+                &ConfigMap {
+                    name,
+                    default_mode: 420,
+                },
+            )?,
+        }
+        volume.end()
     }
 }
 
@@ -149,29 +180,63 @@ fn normalized(volume: &Value) -> Value {
 impl Sidecar {
     /// The container, without the mounts of `skipped` volumes (ones the pod defines differently:
     /// like every other container, the sidecar never mounts a user's volume in place of ours).
-    pub fn to_json(&self, skipped: &[&str]) -> Value {
-        let mounts: Vec<&Mount> = self
-            .mounts
-            .iter()
-            .filter(|m| !skipped.contains(&m.volume))
-            .collect();
-        json!({
-            "name": self.name,
-            "image": self.image,
-            "imagePullPolicy": "Always",
-            "command": self.command,
-            "args": self.args,
-            "env": self.env,
-            "resources": {},
-            // `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
-            // before the workload and is stopped after it, so the job can complete.
-            "restartPolicy": "Always",
-            "securityContext": {"capabilities": {"add": self.capabilities}},
-            "terminationMessagePath": "/dev/termination-log",
-            "terminationMessagePolicy": "File",
-            "volumeMounts": mounts,
-        })
+    pub fn container<'s>(&'s self, skipped: &[&str]) -> SidecarContainer<'s> {
+        SidecarContainer {
+            name: self.name,
+            image: self.image,
+            image_pull_policy: "Always",
+            command: self.command,
+            args: self.args,
+            env: self.env,
+            resources: Resources {},
+            restart_policy: "Always",
+            security_context: SecurityContext {
+                capabilities: Capabilities {
+                    add: self.capabilities,
+                },
+            },
+            termination_message_path: "/dev/termination-log",
+            termination_message_policy: "File",
+            volume_mounts: self
+                .mounts
+                .iter()
+                .filter(|m| !skipped.contains(&m.volume))
+                .collect(),
+        }
     }
+}
+
+/// The sidecar as an init container, serialised as the pod's `initContainers` entry.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SidecarContainer<'s> {
+    name: &'s str,
+    image: &'s str,
+    image_pull_policy: &'static str,
+    command: &'s [&'s str],
+    args: &'s [&'s str],
+    env: &'s [EnvVar],
+    resources: Resources,
+    /// `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
+    /// before the workload and is stopped after it, so the job can complete.
+    restart_policy: &'static str,
+    security_context: SecurityContext<'s>,
+    termination_message_path: &'static str,
+    termination_message_policy: &'static str,
+    volume_mounts: Vec<&'s Mount>,
+}
+
+#[derive(Debug, Serialize)]
+struct Resources {}
+
+#[derive(Debug, Serialize)]
+struct SecurityContext<'s> {
+    capabilities: Capabilities<'s>,
+}
+
+#[derive(Debug, Serialize)]
+struct Capabilities<'s> {
+    add: &'s [&'s str],
 }
 
 impl Network {
@@ -183,6 +248,93 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn volumes_serialise_as_the_pod_declares_them() {
+        let volume = |name, source| json!(Volume { name, source });
+        assert_eq!(
+            volume("scratch", Source::Scratch),
+            json!({"name": "scratch", "emptyDir": {}})
+        );
+        assert_eq!(
+            volume("shm", Source::Memory),
+            json!({"name": "shm", "emptyDir": {"medium": "Memory"}})
+        );
+        assert_eq!(
+            volume(
+                "sys",
+                Source::HostPath {
+                    path: "/sys",
+                    kind: None
+                }
+            ),
+            json!({"name": "sys", "hostPath": {"path": "/sys"}})
+        );
+        assert_eq!(
+            volume(
+                "dev",
+                Source::HostPath {
+                    path: "/dev",
+                    kind: Some("Directory")
+                }
+            ),
+            json!({"name": "dev", "hostPath": {"path": "/dev", "type": "Directory"}})
+        );
+        assert_eq!(
+            volume(
+                "topo",
+                Source::ConfigMap {
+                    name: "nccl-topo".into()
+                }
+            ),
+            json!({"name": "topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}})
+        );
+    }
+
+    #[test]
+    fn the_sidecar_is_a_native_sidecar_without_skipped_mounts() {
+        const SIDECAR: Sidecar = Sidecar {
+            name: "daemon",
+            image: "registry/daemon:1",
+            command: &["/run"],
+            args: &["--x"],
+            env: &[EnvVar {
+                name: "A",
+                value: "1",
+            }],
+            capabilities: &["NET_ADMIN"],
+            mounts: &[
+                Mount {
+                    volume: "lib",
+                    path: "/lib",
+                    read_only: true,
+                },
+                Mount {
+                    volume: "sys",
+                    path: "/sys",
+                    read_only: false,
+                },
+            ],
+        };
+        assert_eq!(
+            json!(SIDECAR.container(&["sys"])),
+            json!({
+                "name": "daemon",
+                "image": "registry/daemon:1",
+                "imagePullPolicy": "Always",
+                "command": ["/run"],
+                "args": ["--x"],
+                "env": [{"name": "A", "value": "1"}],
+                "resources": {},
+                "restartPolicy": "Always",
+                "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "volumeMounts": [{"name": "lib", "mountPath": "/lib", "readOnly": true}],
+            })
+        );
+    }
 
     #[test]
     fn defaults_the_api_server_fills_in_compare_equal() {

@@ -449,7 +449,11 @@ mod tests {
         for (object, path, expected) in [
             (r#"{"meta": 1.5}"#, "meta", "an object"),
             (r#"{"items": {"a": 1}}"#, "items", "a list"),
-            (r#"{"items": [{}, {"inner": "x"}]}"#, "items[1].inner", "an object"),
+            (
+                r#"{"items": [{}, {"inner": "x"}]}"#,
+                "items[1].inner",
+                "an object",
+            ),
             (r#"{"items": [true]}"#, "items[0]", "an object"),
             ("7", "the object", "an object"),
         ] {

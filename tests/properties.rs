@@ -1014,7 +1014,9 @@ fn payload(operation: &str, pod: &Value, settings: &Value) -> Vec<u8> {
 /// The mutated pod of a mutation, decoded from the text the policy writes.
 fn mutated_pod(verdict: Verdict) -> Option<Value> {
     match verdict {
-        Verdict::Mutate { pod, .. } => Some(serde_json::from_slice(&pod).expect("the policy writes JSON")),
+        Verdict::Mutate { pod, .. } => {
+            Some(serde_json::from_slice(&pod).expect("the policy writes JSON"))
+        }
         _ => None,
     }
 }

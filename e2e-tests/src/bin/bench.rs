@@ -2,7 +2,7 @@
 //! policy. Not a test: it times, it asserts nothing about time.
 //!
 //!     bench [--policy FILE] [--baseline FILE] [--compare FILE]... [--quick] [--rounds N]
-//!           [--no-scaling] [--only TEXT]
+//!           [--no-scaling] [--only TEXT] [--dump DIR]
 //!
 //! The policy and the baseline module (`baseline/`: same SDK, same release profile) are loaded
 //! through the same waPC host as the end-to-end tests, one instance each, kept across calls as a
@@ -20,7 +20,8 @@
 //! `--compare` times other builds of the policy (another opt-level, say) beside `--policy`, on
 //! the same cases, interleaved the same way. `--only` keeps the cases whose name contains TEXT
 //! (the scaling rows are named `scaling CxE`); `--quick` takes fewer rounds, `--rounds` at least N
-//! (15 by default, more while a case has had less than 2.5 s).
+//! (15 by default, more while a case has had less than 2.5 s). `--dump` writes each case's payload
+//! to DIR (for `kwctl run`, a profiler, or another host) instead of timing.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,6 +41,7 @@ struct Args {
     rounds: Option<usize>,
     no_scaling: bool,
     only: Option<String>,
+    dump: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +56,9 @@ fn main() -> ExitCode {
 
 fn run() -> Result<()> {
     let args = parse_args()?;
+    if let Some(dir) = &args.dump {
+        return dump(dir);
+    }
     let policy = Policy::load(&args.policy)?;
     let baseline = Policy::load(&args.baseline)?;
     let bench = Bench {
@@ -231,6 +236,29 @@ fn compare(bench: &Bench<'_>, args: &Args, wanted: &dyn Fn(&str) -> bool) -> Res
     Ok(())
 }
 
+/// Writes each case's payload to `dir` as `<cloud>-<case name>.json`.
+fn dump(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for case in cases()? {
+        let slug: String = case
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{}-{}.json", case.cloud, slug.trim_matches('-')));
+        std::fs::write(&path, case.payload()?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
 fn parse_args() -> Result<Args> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut args = Args {
@@ -241,6 +269,7 @@ fn parse_args() -> Result<Args> {
         rounds: None,
         no_scaling: false,
         only: None,
+        dump: None,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(arg) = argv.next() {
@@ -253,9 +282,10 @@ fn parse_args() -> Result<Args> {
             "--quick" => args.quick = true,
             "--no-scaling" => args.no_scaling = true,
             "--rounds" => args.rounds = Some(value()?.parse().context("--rounds")?),
+            "--dump" => args.dump = Some(value()?.into()),
             "-h" | "--help" => {
                 println!(
-                    "bench [--policy FILE] [--baseline FILE] [--compare FILE]... [--quick] [--rounds N] [--no-scaling] [--only TEXT]"
+                    "bench [--policy FILE] [--baseline FILE] [--compare FILE]... [--quick] [--rounds N] [--no-scaling] [--only TEXT] [--dump DIR]"
                 );
                 std::process::exit(0);
             }
