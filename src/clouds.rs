@@ -2,31 +2,13 @@
 //! from the NeMo Platform chart's Kyverno policies; `Profile::for_cloud` adds the operator's
 //! parameters.
 
-use crate::profile::{Device, EnvVar, Mount, Network, Profile, Sidecar, Source, Volume};
+use crate::profile::{
+    Device, EnvVar, Mount, Network, Profile, Sidecar, Source, Volume, mount, read_only, var,
+};
 use crate::settings::Cloud;
 
-const fn env(name: &'static str, value: &'static str) -> EnvVar {
-    EnvVar { name, value }
-}
-
-const fn mount(volume: &'static str, path: &'static str) -> Mount {
-    Mount {
-        volume,
-        path,
-        read_only: false,
-    }
-}
-
-const fn read_only(volume: &'static str, path: &'static str) -> Mount {
-    Mount {
-        volume,
-        path,
-        read_only: true,
-    }
-}
-
 const SHARED_MEMORY: &str = "nv-shared-memory";
-const SHARED_MEMORY_MOUNT: Mount = mount(SHARED_MEMORY, "/dev/shm");
+const SHARED_MEMORY_MOUNT: Mount = mount!("nv-shared-memory", "/dev/shm");
 
 fn shared_memory() -> Volume {
     Volume {
@@ -44,83 +26,83 @@ fn host_path(name: &'static str, path: &'static str) -> Volume {
 
 // AWS: Elastic Fabric Adapter.
 const AWS_EFA_RESOURCE: &str = "vpc.amazonaws.com/efa";
-const AWS_ENV: &[&[EnvVar]] = &[&[env("FI_EFA_USE_HUGE_PAGE", "0")]];
+const AWS_ENV: &[&[EnvVar]] = &[&[var!("FI_EFA_USE_HUGE_PAGE", "0")]];
 const AWS_MOUNTS: &[Mount] = &[
-    read_only("amazon-efa", "/opt/amazon-efa-ofi"),
+    read_only!("amazon-efa", "/opt/amazon-efa-ofi"),
     SHARED_MEMORY_MOUNT,
 ];
 
 // Azure and OCI share the InfiniBand base of NCCL, Open MPI and UCX settings; Azure adds its
 // topology file in the middle, OCI its InfiniBand tuning at the end.
 const RDMA_BASE_HEAD: &[EnvVar] = &[
-    env("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
-    env("NCCL_IB_PCI_RELAXED_ORDERING", "1"),
-    env("NCCL_SOCKET_IFNAME", "eth0"),
+    var!("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+    var!("NCCL_IB_PCI_RELAXED_ORDERING", "1"),
+    var!("NCCL_SOCKET_IFNAME", "eth0"),
 ];
 const RDMA_BASE_TAIL: &[EnvVar] = &[
-    env("OMPI_MCA_coll_hcoll_enable", "0"),
-    env("OMPI_MCA_orte_keep_fqdn_hostnames", "t"),
-    env("UCX_IB_PCI_RELAXED_ORDERING", "on"),
-    env("UCX_MEM_EVENTS", "n"),
-    env("UCX_NET_DEVICES", "eth0"),
-    env("UCX_TLS", "tcp"),
-    env("KUBE_NODE_TYPE", "kube-gpu-node"),
+    var!("OMPI_MCA_coll_hcoll_enable", "0"),
+    var!("OMPI_MCA_orte_keep_fqdn_hostnames", "t"),
+    var!("UCX_IB_PCI_RELAXED_ORDERING", "on"),
+    var!("UCX_MEM_EVENTS", "n"),
+    var!("UCX_NET_DEVICES", "eth0"),
+    var!("UCX_TLS", "tcp"),
+    var!("KUBE_NODE_TYPE", "kube-gpu-node"),
 ];
 
 // Azure: InfiniBand through the RDMA shared device plugin.
 const AZURE_ENV: &[&[EnvVar]] = &[
     RDMA_BASE_HEAD,
-    &[env("NCCL_TOPO_FILE", "/etc/nccl/nccl-topo.xml")],
+    &[var!("NCCL_TOPO_FILE", "/etc/nccl/nccl-topo.xml")],
     RDMA_BASE_TAIL,
 ];
-const AZURE_MOUNTS: &[Mount] = &[SHARED_MEMORY_MOUNT, read_only("nccl-topo", "/etc/nccl")];
+const AZURE_MOUNTS: &[Mount] = &[SHARED_MEMORY_MOUNT, read_only!("nccl-topo", "/etc/nccl")];
 // RDMA needs to pin (lock) registered memory.
 const AZURE_CAPABILITIES: &[&str] = &["IPC_LOCK"];
 
 // GCP: GPUDirect-TCPXO on A3 Mega.
 const GCP_ENV: &[&[EnvVar]] = &[&[
-    env("NCCL_FASTRAK_CTRL_DEV", "eth0"),
-    env(
+    var!("NCCL_FASTRAK_CTRL_DEV", "eth0"),
+    var!(
         "NCCL_FASTRAK_IFNAME",
-        "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8",
+        "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"
     ),
-    env("NCCL_SOCKET_IFNAME", "eth0"),
-    env("NCCL_CROSS_NIC", "0"),
-    env("NCCL_ALGO", "Ring,Tree"),
-    env("NCCL_PROTO", "Simple"),
-    env("NCCL_MIN_NCHANNELS", "4"),
-    env("NCCL_TUNER_PLUGIN", "libnccl-tuner.so"),
-    env(
+    var!("NCCL_SOCKET_IFNAME", "eth0"),
+    var!("NCCL_CROSS_NIC", "0"),
+    var!("NCCL_ALGO", "Ring,Tree"),
+    var!("NCCL_PROTO", "Simple"),
+    var!("NCCL_MIN_NCHANNELS", "4"),
+    var!("NCCL_TUNER_PLUGIN", "libnccl-tuner.so"),
+    var!(
         "NCCL_TUNER_CONFIG_PATH",
-        "/usr/local/nvidia/lib64/a3plus_tuner_config.textproto",
+        "/usr/local/nvidia/lib64/a3plus_tuner_config.textproto"
     ),
-    env(
+    var!(
         "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE",
-        "/usr/local/nvidia/lib64/a3plus_guest_config.textproto",
+        "/usr/local/nvidia/lib64/a3plus_guest_config.textproto"
     ),
-    env("NCCL_DYNAMIC_CHUNK_SIZE", "524288"),
-    env("NCCL_P2P_NET_CHUNKSIZE", "524288"),
-    env("NCCL_P2P_PCI_CHUNKSIZE", "524288"),
-    env("NCCL_P2P_NVL_CHUNKSIZE", "1048576"),
-    env("NCCL_FASTRAK_NUM_FLOWS", "2"),
-    env("NCCL_FASTRAK_USE_SNAP", "1"),
-    env("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"),
-    env("NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL", "0"),
-    env("NCCL_BUFFSIZE", "8388608"),
-    env("NCCL_NET_GDR_LEVEL", "PIX"),
-    env("NCCL_FASTRAK_ENABLE_HOTPATH_LOGGING", "0"),
-    env("NCCL_FASTRAK_USE_LLCM", "1"),
-    env("NCCL_NVLS_ENABLE", "0"),
-    env(
+    var!("NCCL_DYNAMIC_CHUNK_SIZE", "524288"),
+    var!("NCCL_P2P_NET_CHUNKSIZE", "524288"),
+    var!("NCCL_P2P_PCI_CHUNKSIZE", "524288"),
+    var!("NCCL_P2P_NVL_CHUNKSIZE", "1048576"),
+    var!("NCCL_FASTRAK_NUM_FLOWS", "2"),
+    var!("NCCL_FASTRAK_USE_SNAP", "1"),
+    var!("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"),
+    var!("NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL", "0"),
+    var!("NCCL_BUFFSIZE", "8388608"),
+    var!("NCCL_NET_GDR_LEVEL", "PIX"),
+    var!("NCCL_FASTRAK_ENABLE_HOTPATH_LOGGING", "0"),
+    var!("NCCL_FASTRAK_USE_LLCM", "1"),
+    var!("NCCL_NVLS_ENABLE", "0"),
+    var!(
         "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY",
-        "/dev/aperture_devices",
+        "/dev/aperture_devices"
     ),
 ]];
 const GCP_MOUNTS: &[Mount] = &[
-    mount("scratch", "/scratch"),
+    mount!("scratch", "/scratch"),
     SHARED_MEMORY_MOUNT,
-    read_only("nvtcpxo-libraries", "/usr/local/nvidia"),
-    mount("nvtcpxo-aperture-devices", "/dev/aperture_devices"),
+    read_only!("nvtcpxo-libraries", "/usr/local/nvidia"),
+    mount!("nvtcpxo-aperture-devices", "/dev/aperture_devices"),
 ];
 const TCPXO_DAEMON: Sidecar = Sidecar {
     name: "tcpxo-daemon",
@@ -132,13 +114,13 @@ const TCPXO_DAEMON: Sidecar = Sidecar {
         "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr",
         " --enforce_kernel_ipv6_support=false\n",
     )],
-    env: &[env("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")],
+    env: &[var!("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")],
     // Kubernetes spelling: the reference's `CAP_NET_ADMIN` is not what Google's manifests use.
     capabilities: &["NET_ADMIN", "NET_BIND_SERVICE"],
     mounts: &[
-        read_only("nvtcpxo-libraries", "/usr/local/nvidia"),
-        mount("nvtcpxo-sys", "/hostsysfs"),
-        mount("nvtcpxo-proc-sys", "/hostprocsysfs"),
+        read_only!("nvtcpxo-libraries", "/usr/local/nvidia"),
+        mount!("nvtcpxo-sys", "/hostsysfs"),
+        mount!("nvtcpxo-proc-sys", "/hostprocsysfs"),
     ],
 };
 // Under `metadata.annotations`: the reference's patch put them at the top level of the object,
@@ -183,11 +165,11 @@ const OCI_ENV: &[&[EnvVar]] = &[
     RDMA_BASE_HEAD,
     RDMA_BASE_TAIL,
     &[
-        env("NCCL_IB_TC", "41"),
-        env("NCCL_IB_SL", "0"),
-        env("NCCL_IB_QPS_PER_CONNECTION", "4"),
-        env("NCCL_IB_GID_INDEX", "3"),
-        env("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
+        var!("NCCL_IB_TC", "41"),
+        var!("NCCL_IB_SL", "0"),
+        var!("NCCL_IB_QPS_PER_CONNECTION", "4"),
+        var!("NCCL_IB_GID_INDEX", "3"),
+        var!("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
     ],
 ];
 const OCI_MOUNTS: &[Mount] = &[SHARED_MEMORY_MOUNT];
@@ -317,6 +299,20 @@ mod tests {
         let mut seen = HashSet::new();
         for item in items {
             assert!(seen.insert(item), "{what} {item} appears twice");
+        }
+    }
+
+    #[test]
+    fn the_json_written_at_compile_time_is_what_serde_writes() {
+        for p in all() {
+            let sidecar = p.sidecar.iter().flat_map(|s| s.env);
+            for var in p.env_vars().chain(sidecar) {
+                assert_eq!(var.json, serde_json::to_string(var).unwrap());
+            }
+            let sidecar = p.sidecar.iter().flat_map(|s| s.mounts);
+            for mount in p.mounts.iter().chain(sidecar) {
+                assert_eq!(mount.json, serde_json::to_string(mount).unwrap());
+            }
         }
     }
 

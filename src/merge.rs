@@ -16,35 +16,54 @@ use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
 use crate::lenient::{Items, Lenient, Loose, Named, Text, text_fields};
-use crate::profile::{EnvVar, Mount};
+use crate::profile::{EnvVar, Mount, Volume};
 use crate::view::{Node, Object};
 
-/// Items the policy adds to every GPU container, as JSON text written once per request. A
-/// container that has none of them (the usual case) gets the whole block copied in.
+/// Something the policy adds, as JSON text.
+pub trait Fragment {
+    fn json(&self) -> Cow<'_, str>;
+}
+
+impl Fragment for EnvVar {
+    fn json(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.json)
+    }
+}
+
+impl Fragment for Mount {
+    fn json(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.json)
+    }
+}
+
+impl Fragment for Volume {
+    fn json(&self) -> Cow<'_, str> {
+        Cow::Owned(render(self))
+    }
+}
+
+/// Items the policy adds to every GPU container, as one JSON text per request. A container that
+/// has none of them (the usual case) gets the whole block copied in.
 #[derive(Debug)]
 pub struct Block<'p, T> {
     text: String,
     items: Vec<(&'p T, Range<usize>)>,
 }
 
-impl<'p, T: Serialize> Block<'p, T> {
+impl<'p, T: Fragment> Block<'p, T> {
     pub fn new(items: impl IntoIterator<Item = &'p T>) -> Self {
-        let mut text = Vec::new();
+        let mut text = String::new();
         let mut ranges = Vec::new();
         for item in items {
             if !text.is_empty() {
-                text.push(b',');
+                text.push(',');
             }
             let start = text.len();
-            // The profile's types are plain structs of strings and lists: this cannot fail.
-            if serde_json::to_writer(&mut text, item).is_err() {
-                text.truncate(start);
-            }
+            text.push_str(&item.json());
             ranges.push((item, start..text.len()));
         }
         Block {
-            // serde_json writes UTF-8.
-            text: String::from_utf8(text).unwrap_or_default(),
+            text,
             items: ranges,
         }
     }
@@ -337,6 +356,7 @@ pub fn set_if_absent(map: &mut Object<'_>, key: &str, value: impl FnOnce() -> St
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::profile::{mount, read_only, var};
     use crate::view::{Member, Shape};
     use serde_json::{Value, json};
 
@@ -363,16 +383,7 @@ pub(crate) mod tests {
         (result, serde_json::from_slice(&out).unwrap())
     }
 
-    const VARS: &[EnvVar] = &[
-        EnvVar {
-            name: "A",
-            value: "ours",
-        },
-        EnvVar {
-            name: "B",
-            value: "ours",
-        },
-    ];
+    const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];
 
     fn add_vars(c: &mut Object<'_>) -> Result<bool, Rejection> {
         add_env(c, &Block::new(VARS))
@@ -408,16 +419,8 @@ pub(crate) mod tests {
 
     #[test]
     fn mounts_skip_a_taken_path_or_name() {
-        let shm = Mount {
-            volume: "nv-shared-memory",
-            path: "/dev/shm",
-            read_only: false,
-        };
-        let topo = Mount {
-            volume: "nccl-topo",
-            path: "/etc/nccl",
-            read_only: true,
-        };
+        let shm = mount!("nv-shared-memory", "/dev/shm");
+        let topo = read_only!("nccl-topo", "/etc/nccl");
         let ours = Block::new([&shm, &topo]);
         let user = json!({"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/topo"}]});
         let (mounted, c) = changed(user.clone(), |c| add_mounts(c, &ours).unwrap());

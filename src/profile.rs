@@ -37,13 +37,18 @@ pub struct Device {
     pub per_gpu: u32,
 }
 
+/// An env entry, made with [`var!`] so that its JSON text is written at compile time: GCP adds
+/// 24 of them to every GPU container of every opted-in pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct EnvVar {
     pub name: &'static str,
     pub value: &'static str,
+    /// `{"name":…,"value":…}`
+    #[serde(skip)]
+    pub json: &'static str,
 }
 
-/// Serialised as the container's `volumeMounts` entry.
+/// A `volumeMounts` entry, made with [`mount!`] or [`read_only!`] (JSON text at compile time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Mount {
     #[serde(rename = "name")]
@@ -52,7 +57,59 @@ pub struct Mount {
     pub path: &'static str,
     #[serde(rename = "readOnly", skip_serializing_if = "is_false")]
     pub read_only: bool,
+    #[serde(skip)]
+    pub json: &'static str,
 }
+
+/// `var!("NAME", "value")`: an [`EnvVar`]. Name and value are literals that need no JSON escapes
+/// (checked for every table by a test).
+macro_rules! var {
+    ($name:literal, $value:literal) => {
+        $crate::profile::EnvVar {
+            name: $name,
+            value: $value,
+            json: concat!(r#"{"name":""#, $name, r#"","value":""#, $value, r#""}"#),
+        }
+    };
+}
+
+/// `mount!("volume", "/path")`: a read-write [`Mount`].
+macro_rules! mount {
+    ($volume:literal, $path:literal) => {
+        $crate::profile::Mount {
+            volume: $volume,
+            path: $path,
+            read_only: false,
+            json: concat!(
+                r#"{"name":""#,
+                $volume,
+                r#"","mountPath":""#,
+                $path,
+                r#""}"#
+            ),
+        }
+    };
+}
+
+/// `read_only!("volume", "/path")`: a read-only [`Mount`].
+macro_rules! read_only {
+    ($volume:literal, $path:literal) => {
+        $crate::profile::Mount {
+            volume: $volume,
+            path: $path,
+            read_only: true,
+            json: concat!(
+                r#"{"name":""#,
+                $volume,
+                r#"","mountPath":""#,
+                $path,
+                r#"","readOnly":true}"#
+            ),
+        }
+    };
+}
+
+pub(crate) use {mount, read_only, var};
 
 fn is_false(value: &bool) -> bool {
     !value
@@ -299,23 +356,9 @@ mod tests {
             image: "registry/daemon:1",
             command: &["/run"],
             args: &["--x"],
-            env: &[EnvVar {
-                name: "A",
-                value: "1",
-            }],
+            env: &[var!("A", "1")],
             capabilities: &["NET_ADMIN"],
-            mounts: &[
-                Mount {
-                    volume: "lib",
-                    path: "/lib",
-                    read_only: true,
-                },
-                Mount {
-                    volume: "sys",
-                    path: "/sys",
-                    read_only: false,
-                },
-            ],
+            mounts: &[read_only!("lib", "/lib"), mount!("sys", "/sys")],
         };
         assert_eq!(
             json!(SIDECAR.container(&["sys"])),
@@ -375,19 +418,12 @@ mod tests {
 
     #[test]
     fn read_only_is_written_only_when_true() {
-        let rw = json!(Mount {
-            volume: "a",
-            path: "/a",
-            read_only: false,
-        });
-        assert_eq!(rw, json!({"name": "a", "mountPath": "/a"}));
-        let ro = json!(Mount {
-            volume: "a",
-            path: "/a",
-            read_only: true,
-        });
         assert_eq!(
-            ro,
+            json!(mount!("a", "/a")),
+            json!({"name": "a", "mountPath": "/a"})
+        );
+        assert_eq!(
+            json!(read_only!("a", "/a")),
             json!({"name": "a", "mountPath": "/a", "readOnly": true})
         );
     }
