@@ -7,6 +7,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::engine::{self, Outcome};
+use crate::lenient;
 use crate::peek::Envelope;
 use crate::profile::Profile;
 use crate::settings::Config;
@@ -73,8 +74,9 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
 
 fn read_settings(raw: Option<&RawValue>) -> Result<Config, String> {
     let settings = match raw {
-        Some(raw) => serde_json::from_str(raw.get())
-            .map_err(|e| format!("cannot read the policy settings: {e}"))?,
+        Some(raw) => {
+            lenient::read(raw.get()).map_err(|e| format!("cannot read the policy settings: {e}"))?
+        }
         None => Value::Null,
     };
     Config::from_value(&settings).map_err(|e| format!("the policy settings are invalid: {e}"))

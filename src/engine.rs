@@ -7,7 +7,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
-use crate::lenient::{Items, Lenient, Loose, Named, Text, each_field, skip};
+use crate::lenient::{Entry, Loose, Text, read};
 use crate::merge::{
     Block, add_capabilities, add_env, add_mounts, added_capabilities, append, items, json_text,
     names, object, object_entry, object_mut, raw_items, render, render_string, same_capability,
@@ -15,7 +15,7 @@ use crate::merge::{
 };
 use crate::multus;
 use crate::profile::{Device, EnvVar, Mount, Profile, Volume};
-use crate::quantity::{self, QuantityError};
+use crate::quantity;
 use crate::view::{Member, Node, Object, Shape};
 
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -253,9 +253,13 @@ fn requested<'o>(container: &'o Object<'_>, resource: &str) -> Result<Option<&'o
 
 /// The whole number a quantity's JSON text stands for, or a rejection naming it.
 fn whole(container: &str, resource: &str, json: &str) -> Result<u64, Rejection> {
-    let value: Value = serde_json::from_str(json).unwrap_or(Value::Null);
-    quantity::whole(&value)
-        .map_err(|problem| quantity_rejection(container, resource, &value, problem))
+    let value: Value = read(json).unwrap_or(Value::Null);
+    quantity::whole(&value).map_err(|problem| Rejection::Quantity {
+        container: container.to_string(),
+        resource: resource.to_string(),
+        value: json.to_string(),
+        problem: problem.describe(),
+    })
 }
 
 fn container_name(container: &Object<'_>, index: usize) -> String {
@@ -263,21 +267,6 @@ fn container_name(container: &Object<'_>, index: usize) -> String {
         .get("name")
         .and_then(text)
         .map_or_else(|| format!("#{index}"), Cow::into_owned)
-}
-
-/// A quantity that is not a whole number of devices, named by container and value.
-fn quantity_rejection(
-    container: &str,
-    resource: &str,
-    value: &Value,
-    problem: QuantityError,
-) -> Rejection {
-    Rejection::Quantity {
-        container: container.to_string(),
-        resource: resource.to_string(),
-        value: value.to_string(),
-        problem: problem.describe(),
-    }
 }
 
 /// Applies the per-container parts.
@@ -402,14 +391,14 @@ fn read_volumes<'p>(spec: &Object<'_>, volumes: &'p [Volume]) -> Result<Volumes<
         conflicts: Vec::new(),
     };
     for theirs in raw_items(spec, "volumes").map_err(|e| e.within("spec"))? {
-        let name = serde_json::from_str::<Loose<Named<'_>>>(theirs.get())
+        let name = read::<Loose<Entry<'_>>>(theirs.get())
             .ok()
             .and_then(|named| named.0.name.0);
         let Some(ours) = volumes.iter().find(|v| Some(v.name) == name.as_deref()) else {
             continue;
         };
         found.existing.push(ours.name);
-        let theirs: Value = serde_json::from_str(theirs.get()).unwrap_or(Value::Null);
+        let theirs: Value = read(theirs.get()).unwrap_or(Value::Null);
         if !ours.same_as(&theirs) {
             found.conflicts.push(ours.name);
         }
@@ -454,7 +443,7 @@ fn users_mounts<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
             }
         }
     }
-    for init in items::<InitContainer<'a>>(spec, "initContainers").unwrap_or_default() {
+    for init in items::<Entry<'a>>(spec, "initContainers").unwrap_or_default() {
         found.extend(init.mounts.0.into_iter().filter_map(|m| m.name.0));
     }
     found
@@ -472,26 +461,6 @@ fn container_names<'a>(spec: &Object<'a>) -> Result<Vec<Cow<'a, str>>, Rejection
     }
     found.extend(names(spec, "initContainers").map_err(|e| e.within("spec"))?);
     Ok(found)
-}
-
-/// An init container as the volume check reads it.
-#[derive(Default)]
-struct InitContainer<'a> {
-    mounts: Items<Named<'a>>,
-}
-
-impl<'a, 'de: 'a> Lenient<'de> for InitContainer<'a> {
-    fn from_map<A: serde::de::MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut init = InitContainer::default();
-        each_field(map, |key, map| match key {
-            "volumeMounts" => {
-                init.mounts = map.next_value::<Loose<Items<Named<'a>>>>()?.0;
-                Ok(())
-            }
-            _ => skip(map),
-        })?;
-        Ok(init)
-    }
 }
 
 /// Seccomp profiles set through the legacy annotations, which the API server checks against

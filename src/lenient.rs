@@ -10,6 +10,12 @@ use std::marker::PhantomData;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+/// Reads JSON text. The module reads all its JSON through this one reader (bytes), because
+/// every reader type gets its own copy of serde_json's parser for every type it reads.
+pub fn read<'a, T: Deserialize<'a>>(json: &'a str) -> serde_json::Result<T> {
+    serde_json::from_slice(json.as_bytes())
+}
+
 /// A value read leniently: the wrong JSON type reads as `T::default()`.
 #[derive(Debug, Default)]
 pub struct Loose<T>(pub T);
@@ -109,22 +115,6 @@ impl<'a, 'de: 'a> Lenient<'de> for Text<'a> {
     }
 }
 
-/// Reads the named string fields of an object into their slots and skips the rest.
-pub fn text_fields<'a, 'de: 'a, A: MapAccess<'de>>(
-    map: A,
-    slots: &mut [(&str, &mut Text<'a>)],
-) -> Result<(), A::Error> {
-    each_field(map, |key, map| {
-        match slots.iter_mut().find(|(name, _)| *name == key) {
-            Some((_, slot)) => {
-                **slot = map.next_value::<Loose<Text<'a>>>()?.0;
-                Ok(())
-            }
-            None => skip(map),
-        }
-    })
-}
-
 /// A list read leniently: `T` reads each item, whatever its type.
 #[derive(Debug)]
 pub struct Items<T>(pub Vec<T>);
@@ -145,16 +135,42 @@ impl<'de, T: Lenient<'de>> Lenient<'de> for Items<T> {
     }
 }
 
-/// A list entry's `name`: env entries, mounts' volumes, containers, volumes.
+/// The identifying string fields of a small Kubernetes object: an env entry, a mount, a volume,
+/// an init container, an owner reference, the request's kind. One type reads them all because
+/// every reader type costs the module its own copy of the JSON parser; each reader uses the fields
+/// that its object has, and the others stay empty.
 #[derive(Debug, Default)]
-pub struct Named<'a> {
+pub struct Entry<'a> {
     pub name: Text<'a>,
+    pub kind: Text<'a>,
+    pub api_version: Text<'a>,
+    pub group: Text<'a>,
+    pub version: Text<'a>,
+    pub mount_path: Text<'a>,
+    /// A container's `volumeMounts`.
+    pub mounts: Items<Entry<'a>>,
 }
 
-impl<'a, 'de: 'a> Lenient<'de> for Named<'a> {
+impl<'a, 'de: 'a> Lenient<'de> for Entry<'a> {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut named = Named::default();
-        text_fields(map, &mut [("name", &mut named.name)])?;
-        Ok(named)
+        let mut entry = Entry::default();
+        each_field(map, |key, map| {
+            let slot = match key {
+                "name" => &mut entry.name,
+                "kind" => &mut entry.kind,
+                "apiVersion" => &mut entry.api_version,
+                "group" => &mut entry.group,
+                "version" => &mut entry.version,
+                "mountPath" => &mut entry.mount_path,
+                "volumeMounts" => {
+                    entry.mounts = map.next_value::<Loose<Items<Entry<'a>>>>()?.0;
+                    return Ok(());
+                }
+                _ => return skip(map),
+            };
+            *slot = map.next_value::<Loose<Text<'a>>>()?.0;
+            Ok(())
+        })?;
+        Ok(entry)
     }
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
-use crate::lenient::{Items, Lenient, Loose, Named, Text, text_fields};
+use crate::lenient::{Entry, Items, Lenient, Loose, Text, read};
 use crate::profile::{EnvVar, Mount, Volume};
 use crate::view::{Node, Object};
 
@@ -172,7 +172,7 @@ pub fn items<'a, T: Lenient<'a>>(parent: &Object<'a>, key: &str) -> Result<Vec<T
     let Some(list) = list_text(parent, key)? else {
         return Ok(Vec::new());
     };
-    serde_json::from_str::<Loose<Items<T>>>(list.get())
+    read::<Loose<Items<T>>>(list.get())
         .map(|items| items.0.0)
         .map_err(|_| malformed(key, "a list"))
 }
@@ -182,12 +182,12 @@ pub fn raw_items<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<&'a RawValue>
     let Some(list) = list_text(parent, key)? else {
         return Ok(Vec::new());
     };
-    serde_json::from_str(list.get()).map_err(|_| malformed(key, "a list"))
+    read(list.get()).map_err(|_| malformed(key, "a list"))
 }
 
 /// A value's string, if it is one.
 pub fn text<'a>(node: &Node<'a>) -> Option<Cow<'a, str>> {
-    serde_json::from_str::<Loose<Text<'a>>>(node.raw()?.get())
+    read::<Loose<Text<'a>>>(node.raw()?.get())
         .ok()
         .and_then(|text| text.0.0)
 }
@@ -203,7 +203,7 @@ pub fn json_text<'n>(node: &'n Node<'_>) -> Option<&'n str> {
 
 /// The `name` of each item of the list at `key`, where it has one.
 pub fn names<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<Cow<'a, str>>, Rejection> {
-    Ok(items::<Named<'a>>(parent, key)?
+    Ok(items::<Entry<'a>>(parent, key)?
         .into_iter()
         .filter_map(|named| named.name.0)
         .collect())
@@ -252,35 +252,17 @@ pub fn add_env(container: &mut Object<'_>, vars: &Block<'_, EnvVar>) -> Result<b
     append(container, "env", missing)
 }
 
-/// A mount as read from a container: the volume's name and the path.
-#[derive(Debug, Default)]
-struct MountRef<'a> {
-    name: Text<'a>,
-    path: Text<'a>,
-}
-
-impl<'a, 'de: 'a> Lenient<'de> for MountRef<'a> {
-    fn from_map<A: serde::de::MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut mount = MountRef::default();
-        text_fields(
-            map,
-            &mut [("name", &mut mount.name), ("mountPath", &mut mount.path)],
-        )?;
-        Ok(mount)
-    }
-}
-
 /// Adds each mount whose path and volume are both unused in the container: a user's own
 /// `/dev/shm` stays, whatever volume backs it. Returns the volumes it mounted.
 pub fn add_mounts(
     container: &mut Object<'_>,
     mounts: &Block<'_, Mount>,
 ) -> Result<Vec<&'static str>, Rejection> {
-    let existing = items::<MountRef<'_>>(container, "volumeMounts")?;
+    let existing = items::<Entry<'_>>(container, "volumeMounts")?;
     let free = |mount: &Mount| {
-        !existing
-            .iter()
-            .any(|m| m.name.as_str() == Some(mount.volume) || m.path.as_str() == Some(mount.path))
+        !existing.iter().any(|m| {
+            m.name.as_str() == Some(mount.volume) || m.mount_path.as_str() == Some(mount.path)
+        })
     };
     let mounted = mounts
         .items

@@ -64,7 +64,7 @@ fn merge_json(existing: &str, network: Network, wanted: u64) -> Result<Option<St
     let unreadable = || Rejection::UnreadableNetworks {
         value: existing.chars().take(200).collect(),
     };
-    let entries: Vec<Value> = serde_json::from_str(existing).map_err(|_| unreadable())?;
+    let entries: Vec<Value> = crate::lenient::read(existing).map_err(|_| unreadable())?;
     let present = entries
         .iter()
         .filter(|e| {

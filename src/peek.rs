@@ -7,10 +7,10 @@
 
 use std::borrow::Cow;
 
-use serde::de::{MapAccess, SeqAccess};
+use serde::de::MapAccess;
 use serde_json::value::RawValue;
 
-use crate::lenient::{Lenient, Loose, Text, each_field, skip, text_fields};
+use crate::lenient::{Entry, Items, Lenient, Loose, Text, each_field, skip};
 
 /// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`.
 #[derive(serde::Deserialize)]
@@ -28,16 +28,9 @@ pub struct Request<'a> {
     #[serde(borrow, default)]
     pub operation: Loose<Text<'a>>,
     #[serde(borrow, default)]
-    pub kind: Loose<Gvk<'a>>,
+    pub kind: Loose<Entry<'a>>,
     #[serde(borrow, default)]
     pub object: Option<Loose<Pod<'a>>>,
-}
-
-#[derive(Debug, Default)]
-pub struct Gvk<'a> {
-    pub group: Text<'a>,
-    pub version: Text<'a>,
-    pub kind: Text<'a>,
 }
 
 /// What the trigger reads from the pod.
@@ -45,13 +38,7 @@ pub struct Gvk<'a> {
 pub struct PodPeek<'a> {
     /// In document order; a repeated key's last value is the one that counts, as in a full decode.
     pub annotations: Vec<(Cow<'a, str>, Text<'a>)>,
-    pub owners: Vec<Owner<'a>>,
-}
-
-#[derive(Debug, Default)]
-pub struct Owner<'a> {
-    pub kind: Text<'a>,
-    pub api_version: Text<'a>,
+    pub owners: Vec<Entry<'a>>,
 }
 
 impl<'a> PodPeek<'a> {
@@ -70,21 +57,6 @@ impl<'a> PodPeek<'a> {
             .rev()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v)
-    }
-}
-
-impl<'a, 'de: 'a> Lenient<'de> for Gvk<'a> {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut gvk = Gvk::default();
-        text_fields(
-            map,
-            &mut [
-                ("group", &mut gvk.group),
-                ("version", &mut gvk.version),
-                ("kind", &mut gvk.kind),
-            ],
-        )?;
-        Ok(gvk)
     }
 }
 
@@ -115,7 +87,9 @@ impl<'a, 'de: 'a> Lenient<'de> for PodPeek<'a> {
                 "annotations" => {
                     metadata.annotations = map.next_value::<Loose<Annotations<'a>>>()?.0.0
                 }
-                "ownerReferences" => metadata.owners = map.next_value::<Loose<Owners<'a>>>()?.0.0,
+                "ownerReferences" => {
+                    metadata.owners = map.next_value::<Loose<Items<Entry<'a>>>>()?.0.0
+                }
                 _ => skip(map)?,
             }
             Ok(())
@@ -134,33 +108,6 @@ impl<'a, 'de: 'a> Lenient<'de> for Annotations<'a> {
             annotations.push((key, map.next_value::<Loose<Text<'a>>>()?.0));
         }
         Ok(Annotations(annotations))
-    }
-}
-
-#[derive(Default)]
-struct Owners<'a>(Vec<Owner<'a>>);
-
-impl<'a, 'de: 'a> Lenient<'de> for Owners<'a> {
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut owners = Vec::new();
-        while let Some(Loose(owner)) = seq.next_element::<Loose<Owner<'a>>>()? {
-            owners.push(owner);
-        }
-        Ok(Owners(owners))
-    }
-}
-
-impl<'a, 'de: 'a> Lenient<'de> for Owner<'a> {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut owner = Owner::default();
-        text_fields(
-            map,
-            &mut [
-                ("kind", &mut owner.kind),
-                ("apiVersion", &mut owner.api_version),
-            ],
-        )?;
-        Ok(owner)
     }
 }
 

@@ -166,7 +166,7 @@ impl Volume {
     pub fn same_as(&self, pod_volume: &Value) -> bool {
         let ours = serde_json::to_string(self)
             .ok()
-            .and_then(|text| serde_json::from_str(&text).ok());
+            .and_then(|text| crate::lenient::read(&text).ok());
         ours.is_some_and(|ours| normalized(pod_volume) == normalized(&ours))
     }
 }

@@ -174,12 +174,9 @@ pub fn read_object<'a>(payload: &'a [u8], shape: &'static Shape) -> Result<Objec
         path: &Path::Root,
         wrong_type: &wrong_type,
     };
-    let read = Within {
-        key: "request",
-        seed: Within {
-            key: "object",
-            seed,
-        },
+    let read = At {
+        keys: &["request", "object"],
+        seed,
     };
     let mut deserializer = serde_json::Deserializer::from_slice(payload);
     let result = read.deserialize(&mut deserializer);
@@ -187,7 +184,7 @@ pub fn read_object<'a>(payload: &'a [u8], shape: &'static Shape) -> Result<Objec
         return Err(rejection);
     }
     match result {
-        Ok(Some(Some(Node::Object(object)))) => Ok(object),
+        Ok(Some(Node::Object(object))) => Ok(object),
         Ok(_) => Err(malformed("the object", "an object")),
         Err(e) => Err(Rejection::Unreadable {
             reason: e.to_string(),
@@ -213,14 +210,14 @@ impl fmt::Display for Path<'_> {
     }
 }
 
-/// Reads the value of `key` of an object with `seed` and skips the other members. `None` when
-/// the object lacks the key; a wrong type reads as `None` (the decision's pass already read it).
-struct Within<S> {
-    key: &'static str,
+/// Reads the value at a path of keys with `seed` and skips everything else. `None` when an object
+/// on the way lacks its key; a wrong type is an error (the decision's pass has read it already).
+struct At<'k, S> {
+    keys: &'k [&'static str],
     seed: S,
 }
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Within<S> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for At<'_, S> {
     type Value = Option<S::Value>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -228,19 +225,23 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Within<S> {
     }
 }
 
-impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Within<S> {
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for At<'_, S> {
     type Value = Option<S::Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "an object with {}", self.key)
+        write!(f, "an object with {:?}", self.keys)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Some((&first, rest)) = self.keys.split_first() else {
+            return Ok(None);
+        };
         let mut seed = Some(self.seed);
         let mut found = None;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            match seed.take_if(|_| key == self.key) {
-                Some(seed) => found = Some(map.next_value_seed(seed)?),
+            match seed.take_if(|_| key == first) {
+                Some(seed) if rest.is_empty() => found = Some(map.next_value_seed(seed)?),
+                Some(seed) => found = map.next_value_seed(At { keys: rest, seed })?,
                 None => {
                     map.next_value::<IgnoredAny>()?;
                 }
