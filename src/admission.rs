@@ -1,7 +1,6 @@
 //! The policy's two calls as pure functions from payload bytes to answer bytes: decode, dispatch,
 //! encode. Every input gets an answer; nothing here can trap the module.
 
-use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -117,38 +116,29 @@ fn reject(message: String) -> Verdict {
     Verdict::Reject { message }
 }
 
+/// The SDK's `ValidationResponse`, written around the mutated pod's text rather than through a
+/// `Value`, which would parse the pod again only to encode it again.
 fn encode(verdict: Verdict) -> Vec<u8> {
-    let (accepted, message, warnings) = match verdict {
-        Verdict::Mutate { pod, warnings } => return encode_mutation(&pod, warnings),
-        Verdict::Accept { warnings } => (true, None, warnings),
-        Verdict::Reject { message } => (false, Some(message), Vec::new()),
+    let (accepted, message, pod, warnings) = match &verdict {
+        Verdict::Accept { warnings } => (true, None, None, warnings.as_slice()),
+        Verdict::Mutate { pod, warnings } => {
+            (true, None, Some(pod.as_slice()), warnings.as_slice())
+        }
+        Verdict::Reject { message } => (false, Some(message.as_str()), None, [].as_slice()),
     };
-    let response = ValidationResponse {
-        accepted,
-        message,
-        code: None,
-        mutated_object: None,
-        audit_annotations: None,
-        warnings: (!warnings.is_empty()).then_some(warnings),
-    };
-    serde_json::to_vec(&response).unwrap_or_else(|_| INTERNAL_ERROR.to_vec())
-}
-
-const INTERNAL_ERROR: &[u8] =
-    br#"{"accepted":false,"message":"internal error encoding the response"}"#;
-
-/// The SDK's `ValidationResponse` with the pod's text as `mutated_object`, written around it
-/// rather than through a `Value`, which would parse the pod again only to encode it again.
-fn encode_mutation(pod: &[u8], warnings: Vec<String>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(pod.map_or(0, <[u8]>::len) + 160);
+    out.extend_from_slice(if accepted {
+        br#"{"accepted":true,"message":"#
+    } else {
+        br#"{"accepted":false,"message":"#
+    });
     let warnings = (!warnings.is_empty()).then_some(warnings);
-    let Ok(warnings) = serde_json::to_vec(&warnings) else {
-        return INTERNAL_ERROR.to_vec();
-    };
-    let mut out = Vec::with_capacity(pod.len() + warnings.len() + 128);
-    out.extend_from_slice(br#"{"accepted":true,"message":null,"code":null,"mutated_object":"#);
-    out.extend_from_slice(pod);
+    // Writing strings into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, &message);
+    out.extend_from_slice(br#","code":null,"mutated_object":"#);
+    out.extend_from_slice(pod.unwrap_or(b"null"));
     out.extend_from_slice(br#","audit_annotations":null,"warnings":"#);
-    out.extend_from_slice(&warnings);
+    let _ = serde_json::to_writer(&mut out, &warnings);
     out.push(b'}');
     out
 }
@@ -156,6 +146,7 @@ fn encode_mutation(pod: &[u8], warnings: Vec<String>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kubewarden_policy_sdk::response::ValidationResponse;
     use serde_json::json;
 
     #[test]

@@ -348,8 +348,13 @@ fn join(path: &str, key: &str) -> String {
 fn show(value: &Value) -> String {
     match value {
         Value::Object(_) | Value::Array(_) => type_name(value).to_string(),
-        _ => {
-            let text = value.to_string();
+        scalar => {
+            let text = match scalar {
+                Value::String(s) => crate::merge::render_string(s),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => "null".to_string(),
+            };
             if text.len() > 80 {
                 format!("{}…", text.chars().take(80).collect::<String>())
             } else {
