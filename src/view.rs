@@ -47,7 +47,7 @@ pub enum Node<'a> {
 /// as in any JSON decoder the API server or the policy server uses.
 #[derive(Debug, Default)]
 pub struct Object<'a> {
-    members: Vec<(Cow<'a, str>, Node<'a>)>,
+    members: Vec<(Key<'a>, Node<'a>)>,
 }
 
 impl<'a> Node<'a> {
@@ -85,11 +85,11 @@ impl<'a> Node<'a> {
             }
             Node::New(text) => out.extend_from_slice(text.as_bytes()),
             Node::Extended(raw, items) => {
-                // A raw list is `[`, its items and blanks, then `]` as its last byte.
+                // `merge::append` extends only lists: `[`, items and blanks, then `]`.
                 let list = raw.get();
-                let head = &list[..list.len() - 1];
+                let head = list.strip_suffix(']').unwrap_or(list);
                 out.extend_from_slice(head.as_bytes());
-                if !head[1..].trim().is_empty() {
+                if !head.get(1..).unwrap_or("").trim().is_empty() {
                     out.push(b',');
                 }
                 out.extend_from_slice(items.as_bytes());
@@ -104,7 +104,7 @@ impl<'a> Object<'a> {
         self.members
             .iter()
             .rev()
-            .find(|(k, _)| k == key)
+            .find(|(k, _)| k.0 == key)
             .map(|(_, v)| v)
     }
 
@@ -112,19 +112,19 @@ impl<'a> Object<'a> {
         self.members
             .iter_mut()
             .rev()
-            .find(|(k, _)| k == key)
+            .find(|(k, _)| k.0 == key)
             .map(|(_, v)| v)
     }
 
     /// Sets `key`, replacing the value that counts if there is one.
     pub fn insert(&mut self, key: &str, value: Node<'a>) -> &mut Node<'a> {
-        let at = match self.members.iter().rposition(|(k, _)| k == key) {
+        let at = match self.members.iter().rposition(|(k, _)| k.0 == key) {
             Some(at) => {
                 self.members[at].1 = value;
                 at
             }
             None => {
-                self.members.push((Cow::Owned(key.to_string()), value));
+                self.members.push((Key(Cow::Owned(key.to_string())), value));
                 self.members.len() - 1
             }
         };
@@ -132,7 +132,7 @@ impl<'a> Object<'a> {
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.members.iter().map(|(k, _)| k.as_ref())
+        self.members.iter().map(|(k, _)| k.0.as_ref())
     }
 
     /// The object as JSON text, with every change made to it.
@@ -142,26 +142,11 @@ impl<'a> Object<'a> {
             if i > 0 {
                 out.push(b',');
             }
-            write_string(out, key);
+            key.write(out);
             out.push(b':');
             value.write(out);
         }
         out.push(b'}');
-    }
-}
-
-/// A JSON string. Keys borrowed from the request had no escapes there, so need none here.
-fn write_string(out: &mut Vec<u8>, key: &Cow<'_, str>) {
-    match key {
-        Cow::Borrowed(plain) => {
-            out.push(b'"');
-            out.extend_from_slice(plain.as_bytes());
-            out.push(b'"');
-        }
-        Cow::Owned(text) => {
-            // Writing a string into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut *out, text);
-        }
     }
 }
 
@@ -293,8 +278,8 @@ impl<'de> Visitor<'de> for Seed<'_> {
             return Err(self.wrong());
         };
         let mut object = Object::default();
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let value = match shape.members.iter().find(|(name, _)| *name == key) {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let value = match shape.members.iter().find(|(name, _)| *name == key.0) {
                 Some(&(name, member)) => map.next_value_seed(Seed {
                     member,
                     path: &Path::Key(self.path, name),
@@ -348,7 +333,26 @@ impl<'de> Visitor<'de> for Seed<'_> {
 }
 
 /// An object key, borrowed from the request when it has no escapes.
+#[derive(Debug)]
 struct Key<'a>(Cow<'a, str>);
+
+impl Key<'_> {
+    /// The key as a JSON string. One borrowed from the request had no escapes there, so needs
+    /// none here.
+    fn write(&self, out: &mut Vec<u8>) {
+        match &self.0 {
+            Cow::Borrowed(plain) => {
+                out.push(b'"');
+                out.extend_from_slice(plain.as_bytes());
+                out.push(b'"');
+            }
+            Cow::Owned(text) => {
+                // Writing a string into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, text);
+            }
+        }
+    }
+}
 
 impl<'de> de::Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
