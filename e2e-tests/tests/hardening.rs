@@ -364,3 +364,31 @@ fn a_bad_quantity_in_a_huge_pod_is_named() {
         "{message}"
     );
 }
+
+/// What the policy does not change comes back as the request's own text: numbers in any notation,
+/// escapes, key order and blanks inside untouched values, so the policy server's patch holds only
+/// the additions whatever its JSON reader makes of a number.
+#[test]
+fn untouched_values_come_back_byte_for_byte() {
+    let instance = policy().instance().unwrap();
+    let mut pod = worker(vec![trainer("trainer", "8")]);
+    pod["spec"]["futureField"] = json!("FUTURE");
+    pod["spec"]["containers"][0]["futureField"] = json!("CONTAINER");
+    let text = String::from_utf8(payload(&pod, &settings("gcp"))).unwrap();
+    let future = r#"{"z": 1.50, "a": [4.2e93, -0.0, 12345678901234567890123, 1E-7],  "s": "caf\u00e9 \ud83d\ude80"}"#;
+    let container = r#"[ {"b":true} , null ]"#;
+    let text = text
+        .replacen("\"FUTURE\"", future, 1)
+        .replacen("\"CONTAINER\"", container, 1);
+    let bytes = instance.call("validate", text.as_bytes()).unwrap();
+    let answer = String::from_utf8(bytes).unwrap();
+    assert!(answer.starts_with(r#"{"accepted":true"#), "{answer}");
+    assert!(
+        answer.contains(&format!(r#""futureField":{future}"#)),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(&format!(r#""futureField":{container}"#)),
+        "{answer}"
+    );
+}
