@@ -14,7 +14,7 @@ use crate::merge::{
     set_if_absent, text,
 };
 use crate::multus;
-use crate::profile::{Device, EnvVar, Mount, Profile, Volume};
+use crate::profile::{Device, EnvVar, Mount, Profile, Sidecar, Volume};
 use crate::quantity;
 use crate::view::{Member, Node, Object, Shape};
 
@@ -138,25 +138,7 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
     }
 
     if let Some(sidecar) = profile.sidecar {
-        let taken = container_names(spec)?
-            .iter()
-            .any(|name| name == sidecar.name);
-        if !taken {
-            append(
-                spec,
-                "initContainers",
-                render(&sidecar.container(&conflicts)),
-            )
-            .map_err(|e| e.within("spec"))?;
-            mounted.extend(
-                sidecar
-                    .mounts
-                    .iter()
-                    .map(|m| m.volume)
-                    .filter(|v| !conflicts.contains(v)),
-            );
-            outcome.changed = true;
-        }
+        outcome.changed |= add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
     }
     let wanted: Vec<&Volume> = profile
         .volumes
@@ -164,32 +146,70 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
         .filter(|v| !conflicts.contains(&v.name) && !existing_volumes.contains(&v.name))
         .collect();
     outcome.changed |= add_volumes(spec, wanted, &mounted)?;
-
-    if !profile.annotations.is_empty() || profile.network.is_some() {
-        let metadata = object_entry(pod, "metadata")?;
-        let annotations =
-            object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
-        for (key, value) in profile.annotations {
-            outcome.changed |= set_if_absent(annotations, key, || render_string(value));
-        }
-        if let Some(network) = profile.network {
-            let existing = match annotations.get(multus::ANNOTATION) {
-                None => None,
-                Some(node) if node.is_null() => None,
-                Some(node) => Some(text(node).ok_or_else(|| {
-                    malformed(
-                        "metadata.annotations[k8s.v1.cni.cncf.io/networks]",
-                        "a string",
-                    )
-                })?),
-            };
-            if let Some(value) = multus::merge(existing.as_deref(), network, devices)? {
-                annotations.insert(multus::ANNOTATION, Node::New(render_string(&value)));
-                outcome.changed = true;
-            }
-        }
-    }
+    outcome.changed |= annotate(pod, profile, devices)?;
     Ok(outcome)
+}
+
+/// Appends the sidecar to `spec.initContainers` unless a container has its name, and records the
+/// volumes it mounts.
+fn add_sidecar(
+    spec: &mut Object<'_>,
+    sidecar: &Sidecar,
+    conflicts: &[&str],
+    mounted: &mut Vec<&'static str>,
+) -> Result<bool, Rejection> {
+    if container_names(spec)?
+        .iter()
+        .any(|name| name == sidecar.name)
+    {
+        return Ok(false);
+    }
+    append(
+        spec,
+        "initContainers",
+        render(&sidecar.container(conflicts)),
+    )
+    .map_err(|e| e.within("spec"))?;
+    mounted.extend(
+        sidecar
+            .mounts
+            .iter()
+            .map(|m| m.volume)
+            .filter(|v| !conflicts.contains(v)),
+    );
+    Ok(true)
+}
+
+/// Sets the profile's pod annotations where absent, and lists the Multus network once per device
+/// of the pod (`devices`).
+fn annotate(pod: &mut Object<'_>, profile: &Profile, devices: u64) -> Result<bool, Rejection> {
+    if profile.annotations.is_empty() && profile.network.is_none() {
+        return Ok(false);
+    }
+    let metadata = object_entry(pod, "metadata")?;
+    let annotations = object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
+    let mut changed = false;
+    for (key, value) in profile.annotations {
+        changed |= set_if_absent(annotations, key, || render_string(value));
+    }
+    let Some(network) = profile.network else {
+        return Ok(changed);
+    };
+    let existing = match annotations.get(multus::ANNOTATION) {
+        None => None,
+        Some(node) if node.is_null() => None,
+        Some(node) => Some(text(node).ok_or_else(|| {
+            malformed(
+                "metadata.annotations[k8s.v1.cni.cncf.io/networks]",
+                "a string",
+            )
+        })?),
+    };
+    if let Some(value) = multus::merge(existing.as_deref(), network, devices)? {
+        annotations.insert(multus::ANNOTATION, Node::New(render_string(&value)));
+        changed = true;
+    }
+    Ok(changed)
 }
 
 /// The profile's per-container additions, with their JSON text.
