@@ -3,7 +3,7 @@
 //! parameters.
 
 use crate::profile::{
-    Device, EnvVar, Mount, Network, Profile, Sidecar, Source, Volume, mount, read_only, var,
+    Device, EnvVar, Mount, Network, Profile, Sidecar, Source, Volume, mount, var,
 };
 use crate::settings::Cloud;
 
@@ -28,7 +28,7 @@ fn host_path(name: &'static str, path: &'static str) -> Volume {
 const AWS_EFA_RESOURCE: &str = "vpc.amazonaws.com/efa";
 const AWS_ENV: &[&[EnvVar]] = &[&[var!("FI_EFA_USE_HUGE_PAGE", "0")]];
 const AWS_MOUNTS: &[Mount] = &[
-    read_only!("amazon-efa", "/opt/amazon-efa-ofi"),
+    mount!("amazon-efa", "/opt/amazon-efa-ofi", read_only),
     SHARED_MEMORY_MOUNT,
 ];
 
@@ -55,7 +55,10 @@ const AZURE_ENV: &[&[EnvVar]] = &[
     &[var!("NCCL_TOPO_FILE", "/etc/nccl/nccl-topo.xml")],
     RDMA_BASE_TAIL,
 ];
-const AZURE_MOUNTS: &[Mount] = &[SHARED_MEMORY_MOUNT, read_only!("nccl-topo", "/etc/nccl")];
+const AZURE_MOUNTS: &[Mount] = &[
+    SHARED_MEMORY_MOUNT,
+    mount!("nccl-topo", "/etc/nccl", read_only),
+];
 // RDMA needs to pin (lock) registered memory.
 const AZURE_CAPABILITIES: &[&str] = &["IPC_LOCK"];
 
@@ -101,7 +104,7 @@ const GCP_ENV: &[&[EnvVar]] = &[&[
 const GCP_MOUNTS: &[Mount] = &[
     mount!("scratch", "/scratch"),
     SHARED_MEMORY_MOUNT,
-    read_only!("nvtcpxo-libraries", "/usr/local/nvidia"),
+    mount!("nvtcpxo-libraries", "/usr/local/nvidia", read_only),
     mount!("nvtcpxo-aperture-devices", "/dev/aperture_devices"),
 ];
 const TCPXO_DAEMON: Sidecar = Sidecar {
@@ -118,7 +121,7 @@ const TCPXO_DAEMON: Sidecar = Sidecar {
     // Kubernetes spelling: the reference's `CAP_NET_ADMIN` is not what Google's manifests use.
     capabilities: &["NET_ADMIN", "NET_BIND_SERVICE"],
     mounts: &[
-        read_only!("nvtcpxo-libraries", "/usr/local/nvidia"),
+        mount!("nvtcpxo-libraries", "/usr/local/nvidia", read_only),
         mount!("nvtcpxo-sys", "/hostsysfs"),
         mount!("nvtcpxo-proc-sys", "/hostprocsysfs"),
     ],

@@ -338,7 +338,7 @@ pub fn set_if_absent(map: &mut Object<'_>, key: &str, value: impl FnOnce() -> St
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::profile::{mount, read_only, var};
+    use crate::profile::{mount, var};
     use crate::view::{Member, Shape};
     use serde_json::{Value, json};
 
@@ -402,7 +402,7 @@ pub(crate) mod tests {
     #[test]
     fn mounts_skip_a_taken_path_or_name() {
         let shm = mount!("nv-shared-memory", "/dev/shm");
-        let topo = read_only!("nccl-topo", "/etc/nccl");
+        let topo = mount!("nccl-topo", "/etc/nccl", read_only);
         let ours = Block::new([&shm, &topo]);
         let user = json!({"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/topo"}]});
         let (mounted, c) = changed(user.clone(), |c| add_mounts(c, &ours).unwrap());

@@ -48,7 +48,7 @@ pub struct EnvVar {
     pub json: &'static str,
 }
 
-/// A `volumeMounts` entry, made with [`mount!`] or [`read_only!`] (JSON text at compile time).
+/// A `volumeMounts` entry, made with [`mount!`] (JSON text at compile time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Mount {
     #[serde(rename = "name")]
@@ -73,43 +73,33 @@ macro_rules! var {
     };
 }
 
-/// `mount!("volume", "/path")`: a read-write [`Mount`].
+/// `mount!("volume", "/path")` and `mount!("volume", "/path", read_only)`: a [`Mount`].
 macro_rules! mount {
     ($volume:literal, $path:literal) => {
+        $crate::profile::mount!(@ $volume, $path, false, "")
+    };
+    ($volume:literal, $path:literal, read_only) => {
+        $crate::profile::mount!(@ $volume, $path, true, r#","readOnly":true"#)
+    };
+    (@ $volume:literal, $path:literal, $read_only:literal, $more:literal) => {
         $crate::profile::Mount {
             volume: $volume,
             path: $path,
-            read_only: false,
+            read_only: $read_only,
             json: concat!(
                 r#"{"name":""#,
                 $volume,
                 r#"","mountPath":""#,
                 $path,
-                r#""}"#
+                r#"""#,
+                $more,
+                "}"
             ),
         }
     };
 }
 
-/// `read_only!("volume", "/path")`: a read-only [`Mount`].
-macro_rules! read_only {
-    ($volume:literal, $path:literal) => {
-        $crate::profile::Mount {
-            volume: $volume,
-            path: $path,
-            read_only: true,
-            json: concat!(
-                r#"{"name":""#,
-                $volume,
-                r#"","mountPath":""#,
-                $path,
-                r#"","readOnly":true}"#
-            ),
-        }
-    };
-}
-
-pub(crate) use {mount, read_only, var};
+pub(crate) use {mount, var};
 
 fn is_false(value: &bool) -> bool {
     !value
@@ -358,7 +348,7 @@ mod tests {
             args: &["--x"],
             env: &[var!("A", "1")],
             capabilities: &["NET_ADMIN"],
-            mounts: &[read_only!("lib", "/lib"), mount!("sys", "/sys")],
+            mounts: &[mount!("lib", "/lib", read_only), mount!("sys", "/sys")],
         };
         assert_eq!(
             json!(SIDECAR.container(&["sys"])),
@@ -423,7 +413,7 @@ mod tests {
             json!({"name": "a", "mountPath": "/a"})
         );
         assert_eq!(
-            json!(read_only!("a", "/a")),
+            json!(mount!("a", "/a", read_only)),
             json!({"name": "a", "mountPath": "/a", "readOnly": true})
         );
     }
