@@ -7,11 +7,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
+use crate::fragment::{Block, render, render_string};
 use crate::lenient::{Entry, Loose, Text, read};
 use crate::merge::{
-    Block, add_capabilities, add_env, add_mounts, added_capabilities, append, items, json_text,
-    names, object, object_entry, object_mut, raw_items, render, render_string, same_capability,
-    set_if_absent, text,
+    add_capabilities, add_env, add_mounts, added_capabilities, append, items, json_text, names,
+    object, object_entry, object_mut, raw_items, same_capability, set_if_absent, text,
 };
 use crate::multus;
 use crate::profile::{Device, EnvVar, Mount, Profile, Sidecar, Volume};

@@ -12,6 +12,7 @@ pub mod admission;
 pub mod clouds;
 pub mod engine;
 pub mod error;
+pub mod fragment;
 pub mod k8s_names;
 pub mod lenient;
 pub mod merge;

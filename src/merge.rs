@@ -9,98 +9,14 @@
 //! located relative to the object passed in.
 
 use std::borrow::Cow;
-use std::ops::Range;
 
-use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
+use crate::fragment::{Block, joined, render_string};
 use crate::lenient::{Entry, Items, Lenient, Loose, Text, read};
-use crate::profile::{EnvVar, Mount, Volume};
+use crate::profile::{EnvVar, Mount};
 use crate::view::{Node, Object};
-
-/// Something the policy adds, as JSON text.
-pub trait Fragment {
-    fn json(&self) -> Cow<'_, str>;
-}
-
-impl Fragment for EnvVar {
-    fn json(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.json)
-    }
-}
-
-impl Fragment for Mount {
-    fn json(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.json)
-    }
-}
-
-impl Fragment for Volume {
-    fn json(&self) -> Cow<'_, str> {
-        Cow::Owned(render(self))
-    }
-}
-
-/// Items the policy adds to every GPU container, as one JSON text per request. A container that
-/// has none of them (the usual case) gets the whole block copied in.
-#[derive(Debug)]
-pub struct Block<'p, T> {
-    text: String,
-    items: Vec<(&'p T, Range<usize>)>,
-}
-
-impl<'p, T: Fragment> Block<'p, T> {
-    pub fn new(items: impl IntoIterator<Item = &'p T>) -> Self {
-        let mut text = String::new();
-        let mut ranges = Vec::new();
-        for item in items {
-            if !text.is_empty() {
-                text.push(',');
-            }
-            let start = text.len();
-            text.push_str(&item.json());
-            ranges.push((item, start..text.len()));
-        }
-        Block {
-            text,
-            items: ranges,
-        }
-    }
-
-    /// All the items' JSON text, comma-separated.
-    pub fn into_text(self) -> String {
-        self.text
-    }
-
-    /// The JSON text of the items `keep` selects, comma-separated; empty if none.
-    fn text_of(&self, keep: impl Fn(&T) -> bool) -> String {
-        let kept: Vec<&Range<usize>> = self
-            .items
-            .iter()
-            .filter(|(item, _)| keep(item))
-            .map(|(_, range)| range)
-            .collect();
-        if kept.len() == self.items.len() {
-            return self.text.clone();
-        }
-        joined(
-            kept.into_iter()
-                .filter_map(|range| self.text.get(range.clone())),
-        )
-    }
-}
-
-/// The JSON text of one of the policy's own values.
-pub fn render(value: &impl Serialize) -> String {
-    // The profile's types are plain structs of strings and lists: serialising them cannot fail.
-    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
-}
-
-/// The JSON text of a string.
-pub fn render_string(value: &str) -> String {
-    render(&value)
-}
 
 /// The object at `key`, `None` when absent or null.
 pub fn object<'o, 'a>(
@@ -232,18 +148,6 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
     Ok(true)
 }
 
-/// Joins the JSON texts of `items` as list items.
-fn joined<'r>(items: impl IntoIterator<Item = &'r str>) -> String {
-    let mut text = String::new();
-    for item in items {
-        if !text.is_empty() {
-            text.push(',');
-        }
-        text.push_str(item);
-    }
-    text
-}
-
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
 pub fn add_env(container: &mut Object<'_>, vars: &Block<'_, EnvVar>) -> Result<bool, Rejection> {
     // Names read once: a container may have hundreds of entries.
@@ -265,10 +169,9 @@ pub fn add_mounts(
         })
     };
     let mounted = mounts
-        .items
-        .iter()
-        .filter(|(mount, _)| free(mount))
-        .map(|(mount, _)| mount.volume)
+        .items()
+        .filter(|mount| free(mount))
+        .map(|mount| mount.volume)
         .collect();
     append(container, "volumeMounts", mounts.text_of(free))?;
     Ok(mounted)

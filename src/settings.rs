@@ -350,7 +350,7 @@ fn show(value: &Value) -> String {
         Value::Object(_) | Value::Array(_) => type_name(value).to_string(),
         scalar => {
             let text = match scalar {
-                Value::String(s) => crate::merge::render_string(s),
+                Value::String(s) => crate::fragment::render_string(s),
                 Value::Number(n) => n.to_string(),
                 Value::Bool(b) => b.to_string(),
                 _ => "null".to_string(),
