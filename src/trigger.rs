@@ -10,7 +10,7 @@ pub enum Decision {
     Pass,
     /// Not ours, but the user probably meant it to be: accept unchanged and say why.
     PassWithWarning(String),
-    /// Opted in: decode the pod and inject.
+    /// Opted in: read the pod and inject.
     Inject,
 }
 
