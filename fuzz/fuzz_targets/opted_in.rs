@@ -51,7 +51,9 @@ fn opt_in(pod: &mut Value) {
 /// The mutated pod of a mutation, decoded from the text the policy writes.
 fn mutated_pod(verdict: Verdict) -> Option<Value> {
     match verdict {
-        Verdict::Mutate { pod, .. } => Some(serde_json::from_slice(&pod).expect("the policy writes JSON")),
+        Verdict::Mutate { pod, .. } => {
+            Some(serde_json::from_slice(&pod).expect("the policy writes JSON"))
+        }
         _ => None,
     }
 }
