@@ -254,14 +254,17 @@ impl<'de, 'p> DeserializeSeed<'de> for Seed<'p> {
 }
 
 impl Seed<'_> {
-    /// Records where the wrong type is, for the rejection, and stops the parse.
-    fn wrong<E: de::Error>(self) -> E {
-        let expected = match self.member {
+    fn expected(&self) -> &'static str {
+        match self.member {
             Member::Object(_) => "an object",
             Member::List(_) => "a list",
-        };
+        }
+    }
+
+    /// Records where the wrong type is, for the rejection, and stops the parse.
+    fn wrong<E: de::Error>(self) -> E {
         self.wrong_type
-            .set(Some(malformed(&self.path.to_string(), expected)));
+            .set(Some(malformed(&self.path.to_string(), self.expected())));
         E::custom("wrong JSON type")
     }
 }
@@ -270,7 +273,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
     type Value = Node<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} as {:?}", self.path, self.member)
+        write!(f, "{} as {}", self.path, self.expected())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
