@@ -173,4 +173,37 @@ mod tests {
             assert_eq!(keys, ours.as_object().unwrap().keys().collect::<Vec<_>>());
         }
     }
+
+    #[test]
+    fn accepts_and_rejections_are_the_sdks_response() {
+        let warned = vec!["careful \"here\"".to_string()];
+        for (verdict, accepted, message, warnings) in [
+            (Verdict::Accept { warnings: vec![] }, true, None, None),
+            (
+                Verdict::Accept {
+                    warnings: warned.clone(),
+                },
+                true,
+                None,
+                Some(warned.clone()),
+            ),
+            (
+                Verdict::Reject {
+                    message: "no \"way\"".into(),
+                },
+                false,
+                Some("no \"way\"".to_string()),
+                None,
+            ),
+        ] {
+            let answer = encode(verdict);
+            let response: ValidationResponse = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(response.accepted, accepted);
+            assert_eq!(response.message, message);
+            assert_eq!(response.warnings, warnings);
+            assert!(response.code.is_none() && response.mutated_object.is_none());
+            let ours: Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(ours, serde_json::to_value(&response).unwrap());
+        }
+    }
 }
