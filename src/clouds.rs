@@ -7,8 +7,8 @@ use crate::profile::{
 };
 use crate::settings::Cloud;
 
-const SHARED_MEMORY: &str = "nv-shared-memory";
 const SHARED_MEMORY_MOUNT: Mount = mount!("nv-shared-memory", "/dev/shm");
+const SHARED_MEMORY: &str = SHARED_MEMORY_MOUNT.volume;
 
 fn shared_memory() -> Volume {
     Volume {

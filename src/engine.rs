@@ -15,7 +15,7 @@ use crate::merge::{
 };
 use crate::multus;
 use crate::profile::{Device, EnvVar, Mount, Profile, Sidecar, Volume};
-use crate::quantity;
+use crate::quantity::{self, QuantityError};
 use crate::view::{Member, Node, Object, Shape};
 
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -245,7 +245,14 @@ fn gpu_containers(spec: &Object<'_>) -> Result<Vec<(usize, u64)>, Rejection> {
         let Some(value) = requested(container, GPU_RESOURCE).map_err(|e| e.within(&at()))? else {
             continue;
         };
-        let gpus = whole(&container_name(container, index), GPU_RESOURCE, value)?;
+        let gpus = whole(value).map_err(|problem| {
+            quantity_rejection(
+                container_name(container, index),
+                GPU_RESOURCE,
+                value,
+                problem,
+            )
+        })?;
         if gpus > 0 {
             found.push((index, gpus));
         }
@@ -271,15 +278,24 @@ fn requested<'o>(container: &'o Object<'_>, resource: &str) -> Result<Option<&'o
     Ok(None)
 }
 
-/// The whole number a quantity's JSON text stands for, or a rejection naming it.
-fn whole(container: &str, resource: &str, json: &str) -> Result<u64, Rejection> {
-    let value: Value = read(json).unwrap_or(Value::Null);
-    quantity::whole(&value).map_err(|problem| Rejection::Quantity {
-        container: container.to_string(),
+/// The whole number a quantity's JSON text stands for.
+fn whole(json: &str) -> Result<u64, QuantityError> {
+    quantity::whole(&read(json).unwrap_or(Value::Null))
+}
+
+/// A quantity that is not a whole number of devices, named by container and value.
+fn quantity_rejection(
+    container: String,
+    resource: &str,
+    json: &str,
+    problem: QuantityError,
+) -> Rejection {
+    Rejection::Quantity {
+        container,
         resource: resource.to_string(),
         value: json.to_string(),
         problem: problem.describe(),
-    })
+    }
 }
 
 fn container_name(container: &Object<'_>, index: usize) -> String {
@@ -331,8 +347,14 @@ fn ensure_device(
     device: &Device,
 ) -> Result<(bool, u64), Rejection> {
     let resource = device.resource.as_str();
-    let (value, changed) = match requested(container, resource)? {
-        Some(users) => (users.to_string(), false),
+    let (value, count, changed) = match requested(container, resource)? {
+        Some(users) => (
+            users.to_string(),
+            whole(users).map_err(|problem| {
+                quantity_rejection(name.to_string(), resource, users, problem)
+            })?,
+            false,
+        ),
         None => {
             let count =
                 gpus.checked_mul(u64::from(device.per_gpu))
@@ -342,10 +364,9 @@ fn ensure_device(
                         gpus,
                         per_gpu: device.per_gpu,
                     })?;
-            (render_string(&count.to_string()), true)
+            (render_string(&count.to_string()), count, true)
         }
     };
-    let count = whole(name, resource, &value)?;
     let resources = object_entry(container, "resources")?;
     let mut copied = false;
     for side in ["requests", "limits"] {
@@ -452,16 +473,21 @@ fn add_volumes(
     append(spec, "volumes", missing.into_text()).map_err(|e| e.within("spec"))
 }
 
+/// The containers of `spec` that are objects (`gpu_containers` has refused the pod otherwise).
+fn containers<'o, 'a>(spec: &'o Object<'a>) -> impl Iterator<Item = &'o Object<'a>> {
+    let containers = match spec.get("containers") {
+        Some(Node::List(containers)) => containers.as_slice(),
+        _ => &[],
+    };
+    containers.iter().filter_map(Node::as_object)
+}
+
 /// The volumes the request's containers and init containers mount (read leniently: this only
 /// decides whether to add a volume, never rejects).
 fn users_mounts<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
     let mut found = Vec::new();
-    if let Some(Node::List(containers)) = spec.get("containers") {
-        for container in containers {
-            if let Node::Object(container) = container {
-                found.extend(names(container, "volumeMounts").unwrap_or_default());
-            }
-        }
+    for container in containers(spec) {
+        found.extend(names(container, "volumeMounts").unwrap_or_default());
     }
     for init in items::<Entry<'a>>(spec, "initContainers").unwrap_or_default() {
         found.extend(init.mounts.0.into_iter().filter_map(|m| m.name.0));
@@ -471,13 +497,9 @@ fn users_mounts<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
 
 /// The names of the pod's containers and init containers.
 fn container_names<'a>(spec: &Object<'a>) -> Result<Vec<Cow<'a, str>>, Rejection> {
-    let mut found: Vec<Cow<'a, str>> = Vec::new();
-    if let Some(Node::List(containers)) = spec.get("containers") {
-        for container in containers {
-            if let Node::Object(container) = container {
-                found.extend(container.get("name").and_then(text));
-            }
-        }
+    let mut found = Vec::new();
+    for container in containers(spec) {
+        found.extend(container.get("name").and_then(text));
     }
     found.extend(names(spec, "initContainers").map_err(|e| e.within("spec"))?);
     Ok(found)

@@ -49,21 +49,11 @@ pub fn object_entry<'o, 'a>(
     parent: &'o mut Object<'a>,
     key: &str,
 ) -> Result<&'o mut Object<'a>, Rejection> {
-    let create = match parent.get(key) {
-        None => true,
-        Some(Node::Object(_)) => false,
-        Some(node) if node.is_null() => true,
-        Some(_) => return Err(malformed(key, "an object")),
-    };
-    let slot = if create {
-        parent.insert(key, Node::Object(Object::default()))
-    } else {
-        parent
-            .get_mut(key)
-            .ok_or_else(|| malformed(key, "an object"))?
-    };
-    match slot {
-        Node::Object(object) => Ok(object),
+    if parent.get(key).is_none_or(Node::is_null) {
+        parent.insert(key, Node::Object(Object::default()));
+    }
+    match parent.get_mut(key) {
+        Some(Node::Object(object)) => Ok(object),
         _ => Err(malformed(key, "an object")),
     }
 }

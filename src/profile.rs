@@ -154,9 +154,7 @@ impl Volume {
     /// Whether a pod volume of the same name is this volume, reading the API server's defaults
     /// (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
     pub fn same_as(&self, pod_volume: &Value) -> bool {
-        let ours = serde_json::to_string(self)
-            .ok()
-            .and_then(|text| crate::lenient::read(&text).ok());
+        let ours = crate::lenient::read(&crate::fragment::render(self)).ok();
         ours.is_some_and(|ours| normalized(pod_volume) == normalized(&ours))
     }
 }

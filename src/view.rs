@@ -60,6 +60,13 @@ impl<'a> Node<'a> {
         }
     }
 
+    pub fn as_object(&self) -> Option<&Object<'a>> {
+        match self {
+            Node::Object(object) => Some(object),
+            _ => None,
+        }
+    }
+
     /// The request's text of a value the shape did not parse.
     pub fn raw(&self) -> Option<&'a RawValue> {
         match self {
