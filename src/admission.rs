@@ -2,14 +2,11 @@
 //! encode. Every input gets an answer; nothing here can trap the module.
 
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::engine::{self, Outcome};
-use crate::lenient;
 use crate::peek::Envelope;
-use crate::profile::Profile;
-use crate::settings::Config;
+use crate::settings::{self, Config};
 use crate::trigger::{self, Decision};
 use crate::view;
 
@@ -36,9 +33,9 @@ pub fn validate(payload: &[u8]) -> Vec<u8> {
 
 /// `validate_settings`: the payload is the settings object as the operator wrote it.
 pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
-    let checked = serde_json::from_slice::<Value>(payload)
+    let checked = std::str::from_utf8(payload)
         .map_err(|e| format!("settings are not valid JSON: {e}"))
-        .and_then(|settings| Config::from_value(&settings).map_err(|e| e.to_string()));
+        .and_then(|text| settings::check(text).map_err(|e| e.to_string()));
     let response = SettingsValidationResponse {
         valid: checked.is_ok(),
         message: checked.err(),
@@ -71,24 +68,22 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     }
 }
 
-fn read_settings(raw: Option<&RawValue>) -> Result<Config, String> {
-    let settings = match raw {
-        Some(raw) => {
-            lenient::read(raw.get()).map_err(|e| format!("cannot read the policy settings: {e}"))?
-        }
-        None => Value::Null,
+fn read_settings(raw: Option<&RawValue>) -> Result<Config<'_>, String> {
+    let config = match raw {
+        Some(raw) => Config::from_raw(raw),
+        None => Config::read("null"),
     };
-    Config::from_value(&settings).map_err(|e| format!("the policy settings are invalid: {e}"))
+    config.map_err(|e| format!("the policy settings are invalid: {e}"))
 }
 
 /// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
 /// and writes, from which the answer is written with the pod's own text for everything else.
-fn inject(payload: &[u8], config: &Config) -> Verdict {
+fn inject(payload: &[u8], config: &Config<'_>) -> Verdict {
     let mut pod = match view::read_object(payload, &engine::POD) {
         Ok(pod) => pod,
         Err(rejection) => return reject(rejection.to_string()),
     };
-    match engine::inject(&mut pod, &Profile::for_cloud(&config.cloud)) {
+    match engine::inject(&mut pod, &config.cloud.profile()) {
         Ok(Outcome {
             changed: true,
             warnings,
@@ -147,6 +142,7 @@ fn encode(verdict: Verdict) -> Vec<u8> {
 mod tests {
     use super::*;
     use kubewarden_policy_sdk::response::ValidationResponse;
+    use serde_json::Value;
     use serde_json::json;
 
     #[test]

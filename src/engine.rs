@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::clouds::apply_env;
 use crate::error::{Rejection, malformed};
 use crate::fragment::{Block, render, render_string};
 use crate::lenient::{Entry, Loose, Text, read};
@@ -14,7 +15,8 @@ use crate::merge::{
     object, object_entry, object_mut, raw_items, same_capability, set_if_absent, text,
 };
 use crate::multus;
-use crate::profile::{Device, EnvVar, Mount, Profile, Sidecar, Volume};
+use crate::placement;
+use crate::profile::{Device, DeviceCount, EnvChange, EnvVar, Mount, Profile, Sidecar, Volume};
 use crate::quantity::{self, QuantityError};
 use crate::view::{Member, Node, Object, Shape};
 
@@ -66,7 +68,7 @@ pub struct Outcome {
 }
 
 /// Injects `profile` into `pod`. On a rejection the pod may be half-changed and must be dropped.
-pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Rejection> {
+pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Rejection> {
     let mut outcome = Outcome::default();
     let seccomp = SeccompAnnotations::read(pod)?;
 
@@ -107,10 +109,31 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
             .and_then(|sc| sc.get("seccompProfile"))
             .is_some_and(|p| !p.is_null());
 
+    // Where the pod may run decides its device count and adds its instance type's env.
+    let placement = profile
+        .device
+        .as_ref()
+        .map(|device| placement::place(profile, device, &placement::instance_types(spec)));
+    let mut instance_env = Vec::new();
+    if let Some(placement) = &placement {
+        outcome.warnings.extend(placement.warnings.iter().cloned());
+        if !placement.env.is_empty() {
+            instance_env = profile.env.clone();
+            let changes: Vec<EnvChange<'_>> = placement.env.iter().map(|c| (*c).clone()).collect();
+            apply_env(&mut instance_env, &changes);
+        }
+    }
+    let env = if placement.as_ref().is_some_and(|p| !p.env.is_empty()) {
+        &instance_env
+    } else {
+        &profile.env
+    };
+
     // The profile's additions as JSON text, written once and copied into every GPU container.
     let additions = Additions {
         profile,
-        env: Block::new(profile.env_vars()),
+        count: placement.as_ref().map(|p| p.count),
+        env: Block::new(env),
         mounts: Block::new(
             profile
                 .mounts
@@ -137,10 +160,28 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
         mounted.extend(done.mounted);
     }
 
-    if let Some(sidecar) = profile.sidecar {
+    if let (Some(placement), Some(device)) = (&placement, &profile.device) {
+        outcome.warnings.extend(placement::over_capacity(
+            placement,
+            &device.resource,
+            devices,
+        ));
+    }
+    if let Some(whole) = profile.whole_node {
+        let gpus = gpu_containers
+            .iter()
+            .fold(0u64, |sum, (_, gpus)| sum.saturating_add(*gpus));
+        if gpus < whole.gpus {
+            outcome.warnings.push(format!(
+                "multi-node networking: {}; this pod requests {gpus} {GPU_RESOURCE} in all, so it cannot use the node as intended",
+                whole.why
+            ));
+        }
+    }
+    if let Some(sidecar) = &profile.sidecar {
         outcome.changed |= add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
     }
-    let wanted: Vec<&Volume> = profile
+    let wanted: Vec<&Volume<'_>> = profile
         .volumes
         .iter()
         .filter(|v| !conflicts.contains(&v.name) && !existing_volumes.contains(&v.name))
@@ -154,7 +195,7 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile) -> Result<Outcome, Reject
 /// volumes it mounts.
 fn add_sidecar(
     spec: &mut Object<'_>,
-    sidecar: &Sidecar,
+    sidecar: &Sidecar<'_>,
     conflicts: &[&str],
     mounted: &mut Vec<&'static str>,
 ) -> Result<bool, Rejection> {
@@ -182,17 +223,17 @@ fn add_sidecar(
 
 /// Sets the profile's pod annotations where absent, and lists the Multus network once per device
 /// of the pod (`devices`).
-fn annotate(pod: &mut Object<'_>, profile: &Profile, devices: u64) -> Result<bool, Rejection> {
+fn annotate(pod: &mut Object<'_>, profile: &Profile<'_>, devices: u64) -> Result<bool, Rejection> {
     if profile.annotations.is_empty() && profile.network.is_none() {
         return Ok(false);
     }
     let metadata = object_entry(pod, "metadata")?;
     let annotations = object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
     let mut changed = false;
-    for (key, value) in profile.annotations {
+    for (key, value) in &profile.annotations {
         changed |= set_if_absent(annotations, key, || render_string(value));
     }
-    let Some(network) = profile.network else {
+    let Some(network) = &profile.network else {
         return Ok(changed);
     };
     let existing = match annotations.get(multus::ANNOTATION) {
@@ -205,7 +246,8 @@ fn annotate(pod: &mut Object<'_>, profile: &Profile, devices: u64) -> Result<boo
             )
         })?),
     };
-    if let Some(value) = multus::merge(existing.as_deref(), network, devices)? {
+    let resource = profile.device.as_ref().map_or("", |d| &d.resource);
+    if let Some(value) = multus::merge(existing.as_deref(), network, resource, devices)? {
         annotations.insert(multus::ANNOTATION, Node::New(render_string(&value)));
         changed = true;
     }
@@ -213,10 +255,12 @@ fn annotate(pod: &mut Object<'_>, profile: &Profile, devices: u64) -> Result<boo
 }
 
 /// The profile's per-container additions, with their JSON text.
-struct Additions<'p> {
-    profile: &'p Profile,
-    env: Block<'p, EnvVar>,
-    mounts: Block<'p, Mount>,
+struct Additions<'p, 'a> {
+    profile: &'p Profile<'a>,
+    /// How many devices, where the profile has a device.
+    count: Option<DeviceCount>,
+    env: Block<'p, EnvVar<'a>>,
+    mounts: Block<'p, Mount<'a>>,
 }
 
 /// What injecting one container did.
@@ -310,27 +354,27 @@ fn inject_container(
     container: &mut Object<'_>,
     name: &str,
     gpus: u64,
-    additions: &Additions<'_>,
+    additions: &Additions<'_, '_>,
     seccomp_set: bool,
 ) -> Result<ContainerDone, Rejection> {
     let profile = additions.profile;
     let mut changed = false;
     let mut devices = 0;
-    if let Some(device) = &profile.device {
-        let (device_changed, count) = ensure_device(container, name, gpus, device)?;
+    if let (Some(device), Some(count)) = (&profile.device, additions.count) {
+        let (device_changed, n) = ensure_device(container, name, gpus, device, count)?;
         changed |= device_changed;
-        devices = count;
+        devices = n;
     }
-    if let Some(cpu) = profile.default_cpu_request {
+    if let Some(cpu) = &profile.default_cpu_request {
         changed |= default_cpu(container, cpu)?;
     }
     changed |= add_env(container, &additions.env)?;
     let mounted = add_mounts(container, &additions.mounts)?;
     changed |= !mounted.is_empty();
     if profile.harden {
-        changed |= harden(container, seccomp_set, profile.capabilities)?;
+        changed |= harden(container, seccomp_set, &profile.capabilities)?;
     }
-    changed |= add_capabilities(container, profile.capabilities)?;
+    changed |= add_capabilities(container, &profile.capabilities)?;
     Ok(ContainerDone {
         changed,
         devices,
@@ -339,14 +383,16 @@ fn inject_container(
 }
 
 /// Sets the device in both `requests` and `limits` (extended resources must be equal in both).
-/// A number the user set wins and is copied to the side that lacks it.
+/// A number the user set wins and is copied to the side that lacks it; a count of 0 is no
+/// request at all.
 fn ensure_device(
     container: &mut Object<'_>,
     name: &str,
     gpus: u64,
-    device: &Device,
+    device: &Device<'_>,
+    count: DeviceCount,
 ) -> Result<(bool, u64), Rejection> {
-    let resource = device.resource.as_str();
+    let resource = device.resource.as_ref();
     let (value, count, changed) = match requested(container, resource)? {
         Some(users) => (
             users.to_string(),
@@ -356,14 +402,22 @@ fn ensure_device(
             false,
         ),
         None => {
-            let count =
-                gpus.checked_mul(u64::from(device.per_gpu))
-                    .ok_or_else(|| Rejection::Overflow {
-                        container: name.to_string(),
-                        resource: resource.to_string(),
-                        gpus,
-                        per_gpu: device.per_gpu,
-                    })?;
+            let count = match count {
+                DeviceCount::PerContainer(n) => n,
+                DeviceCount::PerGpu(per_gpu) => {
+                    per_gpu
+                        .devices_for(gpus)
+                        .ok_or_else(|| Rejection::Overflow {
+                            container: name.to_string(),
+                            resource: resource.to_string(),
+                            gpus,
+                            per_gpu,
+                        })?
+                }
+            };
+            if count == 0 {
+                return Ok((false, 0));
+            }
             (render_string(&count.to_string()), count, true)
         }
     };
@@ -393,12 +447,12 @@ fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Rejection>
 fn harden(
     container: &mut Object<'_>,
     seccomp_set: bool,
-    adding: &[&str],
+    adding: &[Cow<'_, str>],
 ) -> Result<bool, Rejection> {
     let sys_admin = added_capabilities(container)?
         .iter()
         .filter_map(Text::as_str)
-        .chain(adding.iter().copied())
+        .chain(adding.iter().map(|c| c.as_ref()))
         .any(|c| same_capability(c, "SYS_ADMIN"));
     let security = object_entry(container, "securityContext")?;
     let privileged = security
@@ -426,7 +480,10 @@ struct Volumes<'p> {
     conflicts: Vec<&'p str>,
 }
 
-fn read_volumes<'p>(spec: &Object<'_>, volumes: &'p [Volume]) -> Result<Volumes<'p>, Rejection> {
+fn read_volumes<'p>(
+    spec: &Object<'_>,
+    volumes: &'p [Volume<'_>],
+) -> Result<Volumes<'p>, Rejection> {
     let mut found = Volumes {
         existing: Vec::new(),
         conflicts: Vec::new(),
@@ -456,7 +513,7 @@ fn read_volumes<'p>(spec: &Object<'_>, volumes: &'p [Volume]) -> Result<Volumes<
 /// the policy's mounts (`mounted`) or the user's own.
 fn add_volumes(
     spec: &mut Object<'_>,
-    wanted: Vec<&Volume>,
+    wanted: Vec<&Volume<'_>>,
     mounted: &[&str],
 ) -> Result<bool, Rejection> {
     // The user's mounts are read only if some volume is not one the policy mounted.
@@ -536,7 +593,8 @@ impl SeccompAnnotations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::Cloud;
+    use crate::ratio::Ratio;
+    use crate::settings::profile_of;
     use serde_json::json;
 
     /// The engine on a pod given as a tree: read through the view, written back on success.
@@ -550,16 +608,12 @@ mod tests {
         Ok(outcome)
     }
 
-    fn azure() -> Profile {
-        Profile::for_cloud(&Cloud::Azure {
-            rdma_per_gpu: 2,
-            rdma_device_name: "hca_shared_devices_a".into(),
-            topology_config_map: "nccl-topo".into(),
-        })
+    fn azure() -> Profile<'static> {
+        profile_of(json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": 2}}))
     }
 
-    fn oci() -> Profile {
-        Profile::for_cloud(&Cloud::Oci { rdma_per_gpu: 8 })
+    fn oci() -> Profile<'static> {
+        profile_of(json!({"oci": {"enabled": true}}))
     }
 
     fn gpu_container(name: &str, gpus: Value) -> Value {
@@ -582,13 +636,13 @@ mod tests {
 
     #[test]
     fn every_cloud_is_idempotent_on_a_bare_worker() {
-        for cloud in [
-            Cloud::Aws { efa_per_gpu: 4 },
-            Cloud::Gcp,
-            Cloud::Oci { rdma_per_gpu: 8 },
+        for settings in [
+            json!({"aws": {"enabled": true, "efaDevicesPerGPU": 4}}),
+            json!({"gcp": {"enabled": true}}),
+            json!({"oci": {"enabled": true}}),
         ] {
             let mut p = pod(vec![gpu_container("t", json!("8"))]);
-            assert!(inject_twice(&mut p, &Profile::for_cloud(&cloud)).changed);
+            assert!(inject_twice(&mut p, &profile_of(settings)).changed);
         }
         let mut p = pod(vec![gpu_container("t", json!(8))]);
         assert!(inject_twice(&mut p, &azure()).changed);
@@ -739,6 +793,6 @@ mod tests {
     fn a_device_count_that_overflows_is_refused() {
         let big = json!(u64::MAX / 2);
         let error = inject(&mut pod(vec![gpu_container("t", big)]), &oci()).unwrap_err();
-        assert!(matches!(error, Rejection::Overflow { per_gpu: 8, .. }));
+        assert!(matches!(error, Rejection::Overflow { per_gpu, .. } if per_gpu == Ratio::whole(8)));
     }
 }

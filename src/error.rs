@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::ratio::Ratio;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejection {
     /// A value the policy must read or extend has the wrong JSON type.
@@ -21,10 +23,14 @@ pub enum Rejection {
         container: String,
         resource: String,
         gpus: u64,
-        per_gpu: u32,
+        per_gpu: Ratio,
     },
     /// More Multus attachments than the policy writes.
-    TooManyNetworks { network: String, wanted: u64 },
+    TooManyNetworks {
+        network: String,
+        resource: String,
+        wanted: u64,
+    },
     /// The Multus annotation is there but is not a network list.
     UnreadableNetworks { value: String },
     /// The pod is not JSON the policy can read.
@@ -83,9 +89,13 @@ impl fmt::Display for Rejection {
                 f,
                 "container {container:?}: {gpus} GPUs × {per_gpu} {resource} per GPU is more devices than can be counted; check the GPU request"
             ),
-            Rejection::TooManyNetworks { network, wanted } => write!(
+            Rejection::TooManyNetworks {
+                network,
+                resource,
+                wanted,
+            } => write!(
                 f,
-                "the pod needs {wanted} {network} attachments (one per nvidia.com/mlnxnics device), more than the {MAX_NETWORKS} this policy writes; lower rdmaDevicesPerGPU or the GPUs per pod"
+                "the pod needs {wanted} {network} attachments (one per {resource} device), more than the {MAX_NETWORKS} this policy writes; lower the devices per GPU or the GPUs per pod"
             ),
             Rejection::UnreadableNetworks { value } => write!(
                 f,

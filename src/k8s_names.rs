@@ -56,6 +56,54 @@ pub fn is_kind(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric())
 }
 
+/// A DNS-1123 label (namespaces, network attachment names): at most 63 characters of lowercase
+/// letters, digits and `-`, starting and ending with a letter or digit.
+pub fn is_dns1123_label(s: &str) -> bool {
+    s.len() <= 63 && is_label(s)
+}
+
+/// An extended resource name: a qualified name with a domain prefix outside `kubernetes.io`.
+pub fn is_extended_resource(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((domain, _)) if domain == "kubernetes.io" || domain.ends_with(".kubernetes.io") => {
+            false
+        }
+        Some(_) => is_qualified_name(s),
+        None => false,
+    }
+}
+
+/// A Multus network as the pod annotation names it: `name`, or `namespace/name`.
+pub fn is_network_reference(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((namespace, name)) => is_dns1123_label(namespace) && is_dns1123_label(name),
+        None => is_dns1123_label(s),
+    }
+}
+
+/// An absolute path without blanks or control characters (a hostPath and a mount path).
+pub fn is_absolute_path(s: &str) -> bool {
+    s.starts_with('/') && s.len() <= 4096 && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// A container image reference, checked only for what would make it unusable: empty, blanks,
+/// control characters. The registry decides the rest.
+pub fn is_image_reference(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 4096 && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// An environment variable name as the API server accepts it: printable ASCII without `=`.
+pub fn is_env_name(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && b != b'=')
+}
+
+/// A Linux capability as `securityContext.capabilities.add` takes it (`IPC_LOCK`, `CAP_SYS_NICE`).
+pub fn is_capability(s: &str) -> bool {
+    s.len() <= 64
+        && s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +157,31 @@ mod tests {
         ] {
             assert!(!is_qualified_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn settings_values() {
+        assert!(is_extended_resource("nvidia.com/rdma-vf") && is_extended_resource("rdma/ib"));
+        for bad in [
+            "mlnxnics",
+            "kubernetes.io/x",
+            "a.kubernetes.io/x",
+            "nvidia.com/",
+            "a b/c",
+        ] {
+            assert!(!is_extended_resource(bad), "{bad}");
+        }
+        assert!(is_network_reference("rdma-vf") && is_network_reference("default/rdma-vf"));
+        for bad in ["a/b/c", "", "/x", "Default/x", "x.y", "a_b"] {
+            assert!(!is_network_reference(bad), "{bad}");
+        }
+        assert!(is_absolute_path("/opt/amazon-efa-ofi") && !is_absolute_path("opt/x"));
+        assert!(!is_absolute_path("/a b") && !is_absolute_path(""));
+        assert!(is_image_reference("us-docker.pkg.dev/x/y:v1.0.21") && !is_image_reference("a b"));
+        assert!(is_env_name("NCCL_IB_TC") && is_env_name("my.var-1") && !is_env_name("A=B"));
+        assert!(!is_env_name("") && !is_env_name("A B"));
+        assert!(is_capability("IPC_LOCK") && is_capability("cap_sys_nice"));
+        assert!(!is_capability("IPC LOCK") && !is_capability("_X") && !is_capability(""));
     }
 
     #[test]

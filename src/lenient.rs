@@ -9,6 +9,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// Reads JSON text. The module reads all its JSON through this one reader (bytes), because
 /// every reader type gets its own copy of serde_json's parser for every type it reads.
@@ -173,4 +174,46 @@ impl<'a, 'de: 'a> Lenient<'de> for Entry<'a> {
         })?;
         Ok(entry)
     }
+}
+
+/// An object's members in document order: keys decoded, values as their JSON text. A repeated
+/// key's last value is the one that counts, as in any JSON decoder. Settings and the few pod
+/// fields read outside the view are read through it, so that a tree is never built.
+#[derive(Debug, Default)]
+pub struct Members<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+impl<'a, 'de: 'a> Lenient<'de> for Members<'a> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut members = Vec::new();
+        while let Some(Loose(Text(key))) = map.next_key::<Loose<Text<'de>>>()? {
+            let value: &'de RawValue = map.next_value()?;
+            members.push((key.unwrap_or_default(), value));
+        }
+        Ok(Members(members))
+    }
+}
+
+/// The members of an object; none for any other value.
+pub fn members(raw: &RawValue) -> Members<'_> {
+    read::<Loose<Members<'_>>>(raw.get())
+        .map(|members| members.0)
+        .unwrap_or_default()
+}
+
+/// The items of a list; none for any other value.
+pub fn items(raw: &RawValue) -> Vec<&RawValue> {
+    read(raw.get()).unwrap_or_default()
+}
+
+/// A string value, decoded; `None` for any other value.
+pub fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
+    read::<Loose<Text<'_>>>(raw.get())
+        .ok()
+        .and_then(|text| text.0.0)
 }

@@ -139,10 +139,13 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
 }
 
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
-pub fn add_env(container: &mut Object<'_>, vars: &Block<'_, EnvVar>) -> Result<bool, Rejection> {
+pub fn add_env(
+    container: &mut Object<'_>,
+    vars: &Block<'_, EnvVar<'_>>,
+) -> Result<bool, Rejection> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
-    let missing = vars.text_of(|var| !existing.iter().any(|e| e == var.name));
+    let missing = vars.text_of(|var| !existing.iter().any(|e| *e == var.name));
     append(container, "env", missing)
 }
 
@@ -155,7 +158,7 @@ pub fn add_mounts(
     let existing = items::<Entry<'_>>(container, "volumeMounts")?;
     let free = |mount: &Mount| {
         !existing.iter().any(|m| {
-            m.name.as_str() == Some(mount.volume) || m.mount_path.as_str() == Some(mount.path)
+            m.name.as_str() == Some(mount.volume) || m.mount_path.as_str() == Some(&mount.path)
         })
     };
     let mounted = mounts
@@ -192,7 +195,10 @@ pub fn added_capabilities<'a>(container: &Object<'a>) -> Result<Vec<Text<'a>>, R
 }
 
 /// Appends each capability not already added in some spelling; never drops or reorders the list.
-pub fn add_capabilities(container: &mut Object<'_>, wanted: &[&str]) -> Result<bool, Rejection> {
+pub fn add_capabilities(
+    container: &mut Object<'_>,
+    wanted: &[Cow<'_, str>],
+) -> Result<bool, Rejection> {
     let existing = added_capabilities(container)?;
     let missing: Vec<String> = wanted
         .iter()
@@ -317,7 +323,7 @@ pub(crate) mod tests {
             same_capability("CAP_IPC_LOCK", "IPC_LOCK") && same_capability("ipc_lock", "IPC_LOCK")
         );
         assert!(!same_capability("IPC_LOCKED", "IPC_LOCK"));
-        let add = |c: &mut Object<'_>| add_capabilities(c, &["IPC_LOCK"]).unwrap();
+        let add = |c: &mut Object<'_>| add_capabilities(c, &[Cow::Borrowed("IPC_LOCK")]).unwrap();
         let user = json!({"securityContext": {"capabilities": {"add": ["cap_ipc_lock"], "drop": ["ALL"]}}});
         assert_eq!(changed(user.clone(), add), (false, user));
         let (added, c) = changed(
@@ -341,7 +347,7 @@ pub(crate) mod tests {
     fn wrong_types_are_located() {
         let (error, _) = changed(
             json!({"securityContext": {"capabilities": {"add": "IPC_LOCK"}}}),
-            |c| add_capabilities(c, &["IPC_LOCK"]).unwrap_err(),
+            |c| add_capabilities(c, &[Cow::Borrowed("IPC_LOCK")]).unwrap_err(),
         );
         assert_eq!(
             error.within("spec.containers[0]"),

@@ -6,19 +6,23 @@
 use serde_json::Value;
 
 use crate::error::{MAX_NETWORKS, Rejection};
+use crate::fragment::render_string;
 use crate::profile::Network;
 
 pub const ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
 /// The annotation's new value when attachments are missing, `None` when it already has enough.
+/// `resource` is the device the attachments are counted for, named in the rejection.
 pub fn merge(
     existing: Option<&str>,
-    network: Network,
+    network: &Network<'_>,
+    resource: &str,
     wanted: u64,
 ) -> Result<Option<String>, Rejection> {
     if wanted > MAX_NETWORKS {
         return Err(Rejection::TooManyNetworks {
-            network: network.qualified(),
+            network: network.qualified().to_string(),
+            resource: resource.to_string(),
             wanted,
         });
     }
@@ -32,7 +36,7 @@ pub fn merge(
 }
 
 /// `ns/name,ns/name@eth1`: entries are compared without the interface suffix.
-fn merge_short(existing: &str, network: Network, wanted: u64) -> Option<String> {
+fn merge_short(existing: &str, network: &Network<'_>, wanted: u64) -> Option<String> {
     let ours = network.qualified();
     let present = existing
         .split(',')
@@ -53,23 +57,29 @@ fn merge_short(existing: &str, network: Network, wanted: u64) -> Option<String> 
         if !value.is_empty() {
             value.push(',');
         }
-        value.push_str(&ours);
+        value.push_str(ours);
     }
     Some(value)
 }
 
 /// `[{"name": "...", "namespace": "..."}]`: the text is kept byte for byte and our objects are
-/// inserted before the closing bracket, so nothing of the user's formatting or keys changes.
-fn merge_json(existing: &str, network: Network, wanted: u64) -> Result<Option<String>, Rejection> {
+/// inserted before the closing bracket, so nothing of the user's formatting or keys changes. An
+/// entry without a namespace is in the pod's namespace, as a network given without one.
+fn merge_json(
+    existing: &str,
+    network: &Network<'_>,
+    wanted: u64,
+) -> Result<Option<String>, Rejection> {
     let unreadable = || Rejection::UnreadableNetworks {
         value: existing.chars().take(200).collect(),
     };
     let entries: Vec<Value> = crate::lenient::read(existing).map_err(|_| unreadable())?;
+    let (namespace, name) = network.parts();
     let present = entries
         .iter()
         .filter(|e| {
-            e.get("name").and_then(Value::as_str) == Some(network.name)
-                && e.get("namespace").and_then(Value::as_str) == Some(network.namespace)
+            e.get("name").and_then(Value::as_str) == Some(name)
+                && e.get("namespace").and_then(Value::as_str) == namespace
         })
         .count() as u64;
     let missing = wanted.saturating_sub(present);
@@ -78,10 +88,14 @@ fn merge_json(existing: &str, network: Network, wanted: u64) -> Result<Option<St
     }
     let body = existing.trim_end();
     let head = body.strip_suffix(']').ok_or_else(unreadable)?;
-    let entry = format!(
-        r#"{{"name":"{}","namespace":"{}"}}"#,
-        network.name, network.namespace
-    );
+    let entry = match namespace {
+        Some(namespace) => format!(
+            r#"{{"name":{},"namespace":{}}}"#,
+            render_string(name),
+            render_string(namespace)
+        ),
+        None => format!(r#"{{"name":{}}}"#, render_string(name)),
+    };
     let mut value = head.to_string();
     for i in 0..missing {
         if i > 0 || !entries.is_empty() {
@@ -97,22 +111,22 @@ fn merge_json(existing: &str, network: Network, wanted: u64) -> Result<Option<St
 mod tests {
     use super::*;
 
-    const SRIOV: Network = Network {
-        namespace: "network-operator",
-        name: "sriov-net",
-    };
+    use std::borrow::Cow;
+
+    const SRIOV: &Network<'static> = &Network(Cow::Borrowed("network-operator/sriov-net"));
+    const RESOURCE: &str = "nvidia.com/mlnxnics";
 
     #[test]
     fn absent_becomes_the_short_form() {
         assert_eq!(
-            merge(None, SRIOV, 3).unwrap().as_deref(),
+            merge(None, SRIOV, RESOURCE, 3).unwrap().as_deref(),
             Some(
                 "network-operator/sriov-net,network-operator/sriov-net,network-operator/sriov-net"
             )
         );
-        assert_eq!(merge(None, SRIOV, 0).unwrap(), None);
+        assert_eq!(merge(None, SRIOV, RESOURCE, 0).unwrap(), None);
         assert_eq!(
-            merge(Some(""), SRIOV, 1).unwrap().as_deref(),
+            merge(Some(""), SRIOV, RESOURCE, 1).unwrap().as_deref(),
             Some("network-operator/sriov-net")
         );
     }
@@ -121,23 +135,27 @@ mod tests {
     fn short_form_keeps_the_users_networks_and_counts_ours() {
         let existing = "default/storage, network-operator/sriov-net@net1";
         assert_eq!(
-            merge(Some(existing), SRIOV, 2).unwrap().as_deref(),
+            merge(Some(existing), SRIOV, RESOURCE, 2)
+                .unwrap()
+                .as_deref(),
             Some("default/storage, network-operator/sriov-net@net1,network-operator/sriov-net")
         );
-        assert_eq!(merge(Some(existing), SRIOV, 1).unwrap(), None);
+        assert_eq!(merge(Some(existing), SRIOV, RESOURCE, 1).unwrap(), None);
         assert_eq!(
-            merge(Some(" default/storage "), SRIOV, 1)
+            merge(Some(" default/storage "), SRIOV, RESOURCE, 1)
                 .unwrap()
                 .as_deref(),
             Some(" default/storage ,network-operator/sriov-net")
         );
         assert_eq!(
-            merge(Some("  "), SRIOV, 1).unwrap().as_deref(),
+            merge(Some("  "), SRIOV, RESOURCE, 1).unwrap().as_deref(),
             Some("network-operator/sriov-net")
         );
         // Other namespaces do not count.
         assert_eq!(
-            merge(Some("sriov-net"), SRIOV, 1).unwrap().as_deref(),
+            merge(Some("sriov-net"), SRIOV, RESOURCE, 1)
+                .unwrap()
+                .as_deref(),
             Some("sriov-net,network-operator/sriov-net")
         );
     }
@@ -146,38 +164,65 @@ mod tests {
     fn json_form_is_extended_in_place() {
         let existing = r#"[ {"name": "storage", "namespace": "default", "interface": "net9"} ]"#;
         assert_eq!(
-            merge(Some(existing), SRIOV, 2).unwrap().as_deref(),
+            merge(Some(existing), SRIOV, RESOURCE, 2)
+                .unwrap()
+                .as_deref(),
             Some(
                 r#"[ {"name": "storage", "namespace": "default", "interface": "net9"} ,{"name":"sriov-net","namespace":"network-operator"},{"name":"sriov-net","namespace":"network-operator"}]"#
             )
         );
         assert_eq!(
-            merge(Some("[]"), SRIOV, 1).unwrap().as_deref(),
+            merge(Some("[]"), SRIOV, RESOURCE, 1).unwrap().as_deref(),
             Some(r#"[{"name":"sriov-net","namespace":"network-operator"}]"#)
         );
         let done = r#"[{"namespace":"network-operator","name":"sriov-net"}]"#;
-        assert_eq!(merge(Some(done), SRIOV, 1).unwrap(), None);
+        assert_eq!(merge(Some(done), SRIOV, RESOURCE, 1).unwrap(), None);
         // Idempotent: the merged value counts as complete.
-        let once = merge(Some("[]"), SRIOV, 4).unwrap().unwrap();
-        assert_eq!(merge(Some(&once), SRIOV, 4).unwrap(), None);
+        let once = merge(Some("[]"), SRIOV, RESOURCE, 4).unwrap().unwrap();
+        assert_eq!(merge(Some(&once), SRIOV, RESOURCE, 4).unwrap(), None);
+    }
+
+    #[test]
+    fn a_network_without_namespace_is_matched_and_written_without_one() {
+        let vf = &Network(Cow::Borrowed("rdma-vf"));
+        assert_eq!(
+            merge(Some("rdma-vf,default/rdma-vf"), vf, RESOURCE, 2)
+                .unwrap()
+                .as_deref(),
+            Some("rdma-vf,default/rdma-vf,rdma-vf")
+        );
+        assert_eq!(
+            merge(
+                Some(r#"[{"name":"rdma-vf"},{"name":"rdma-vf","namespace":"default"}]"#),
+                vf,
+                RESOURCE,
+                2
+            )
+            .unwrap()
+            .as_deref(),
+            Some(
+                r#"[{"name":"rdma-vf"},{"name":"rdma-vf","namespace":"default"},{"name":"rdma-vf"}]"#
+            )
+        );
     }
 
     #[test]
     fn limits_and_garbage() {
         assert_eq!(
-            merge(None, SRIOV, 129).unwrap_err(),
+            merge(None, SRIOV, RESOURCE, 129).unwrap_err(),
             Rejection::TooManyNetworks {
                 network: "network-operator/sriov-net".into(),
+                resource: RESOURCE.into(),
                 wanted: 129
             }
         );
-        assert!(merge(None, SRIOV, 128).is_ok());
+        assert!(merge(None, SRIOV, RESOURCE, 128).is_ok());
         assert!(matches!(
-            merge(Some("[{"), SRIOV, 1),
+            merge(Some("[{"), SRIOV, RESOURCE, 1),
             Err(Rejection::UnreadableNetworks { .. })
         ));
         assert!(matches!(
-            merge(Some(r#"["a"] x"#), SRIOV, 1),
+            merge(Some(r#"["a"] x"#), SRIOV, RESOURCE, 1),
             Err(Rejection::UnreadableNetworks { .. })
         ));
     }

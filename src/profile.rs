@@ -1,64 +1,145 @@
-//! What one cloud injects, as data. The merge engine applies any [`Profile`]; a cloud is a table
-//! (see `clouds.rs`), not a loop of its own.
+//! What one cloud injects, as data: the merge engine applies any [`Profile`]. A cloud's profile
+//! with its defaults is a table in `clouds/`; the settings change it (behaviour.md §1, §3.6) by
+//! replacing values, which may then borrow from the settings' text (`'a`).
+
+use std::borrow::Cow;
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
+use crate::fragment::{Fragment, render};
+use crate::ratio::Ratio;
+
 /// Everything a cloud adds to an opted-in pod.
 #[derive(Debug, Clone)]
-pub struct Profile {
-    /// The device resource every GPU container gets, G × `per_gpu` of it.
-    pub device: Option<Device>,
+pub struct Profile<'a> {
+    /// The device resource every GPU container gets, and how many (behaviour.md §3.5).
+    pub device: Option<Device<'a>>,
     /// `requests.cpu` for a GPU container that sets no cpu request or limit.
-    pub default_cpu_request: Option<&'static str>,
-    /// Appended to each GPU container, in this order: groups of variables, flattened.
-    pub env: &'static [&'static [EnvVar]],
+    pub default_cpu_request: Option<Cow<'a, str>>,
+    /// Appended to each GPU container, in this order.
+    pub env: Vec<EnvVar<'a>>,
     /// Added to each GPU container, in this order.
-    pub mounts: &'static [Mount],
+    pub mounts: Vec<Mount<'a>>,
     /// Pod volumes, added in this order where something mounts them.
-    pub volumes: Vec<Volume>,
+    pub volumes: Vec<Volume<'a>>,
     /// Added to each GPU container's `securityContext.capabilities.add`.
-    pub capabilities: &'static [&'static str],
+    pub capabilities: Vec<Cow<'a, str>>,
     /// Default GPU containers to `allowPrivilegeEscalation: false` and a `RuntimeDefault` seccomp
-    /// profile, where that is safe (SPEC section 5).
+    /// profile, where that is safe (behaviour.md §5).
     pub harden: bool,
     /// A native sidecar appended to `spec.initContainers`.
-    pub sidecar: Option<&'static Sidecar>,
+    pub sidecar: Option<Sidecar<'a>>,
     /// Pod annotations set where absent.
-    pub annotations: &'static [(&'static str, &'static str)],
+    pub annotations: Vec<(&'static str, Cow<'a, str>)>,
     /// A Multus network listed once per device of the whole pod.
-    pub network: Option<Network>,
+    pub network: Option<Network<'a>>,
+    /// Device counts, and env, per instance type: the settings' entries, then the built-in rows
+    /// of the device's plugin.
+    pub instance_types: Vec<InstanceType<'a>>,
+    /// The fabric needs the whole node: pods with fewer GPUs are warned about.
+    pub whole_node: Option<WholeNode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Device {
-    pub resource: String,
-    pub per_gpu: u32,
+pub struct Device<'a> {
+    pub resource: Cow<'a, str>,
+    pub count: DeviceCount,
+    /// The settings block and the key of the per-GPU count, named in warnings.
+    pub cloud: &'static str,
+    pub per_gpu_key: &'static str,
 }
 
-/// An env entry, made with [`var!`] so that its JSON text is written at compile time: GCP adds
-/// 24 of them to every GPU container of every opted-in pod.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct EnvVar {
-    pub name: &'static str,
-    pub value: &'static str,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceCount {
+    /// `⌈G × r⌉` devices for G GPUs where the pod's instance type does not say otherwise.
+    PerGpu(Ratio),
+    /// The same number for every GPU container (a shared device plugin's pod slots).
+    PerContainer(u64),
+}
+
+/// One instance type's devices per node, and the env its pods get (behaviour.md §3.5, §3.6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceType<'a> {
+    pub name: Cow<'a, str>,
+    pub devices: u64,
+    pub gpus: u64,
+    pub env: Vec<EnvChange<'a>>,
+}
+
+impl InstanceType<'_> {
+    /// Devices per GPU on this type.
+    pub fn per_gpu(&self) -> Ratio {
+        // `gpus` is at least 1: the settings refuse 0, and the built-in rows say 8.
+        Ratio::new(self.devices, self.gpus).unwrap_or(Ratio::whole(0))
+    }
+}
+
+/// One entry of a settings `env` map: a value to set, or `None` to not inject the variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvChange<'a> {
+    pub name: Cow<'a, str>,
+    pub value: Option<Cow<'a, str>>,
+}
+
+/// A fabric that uses all of a node's GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WholeNode {
+    pub gpus: u64,
+    /// `GPUDirect-TCPXO uses all 8 GPUs and NICs of an A3 Mega node`
+    pub why: &'static str,
+}
+
+/// An env entry. The tables' entries are made with [`var!`], so that their JSON text is written
+/// at compile time: GCP adds 24 of them to every GPU container of every opted-in pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EnvVar<'a> {
+    pub name: Cow<'a, str>,
+    pub value: Cow<'a, str>,
     /// `{"name":…,"value":…}`
     #[serde(skip)]
-    pub json: &'static str,
+    pub json: Cow<'a, str>,
 }
 
-/// A `volumeMounts` entry, made with [`mount!`] (JSON text at compile time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Mount {
+impl<'a> EnvVar<'a> {
+    /// An entry whose value comes from the settings.
+    pub fn new(name: Cow<'a, str>, value: Cow<'a, str>) -> EnvVar<'a> {
+        let mut var = EnvVar {
+            name,
+            value,
+            json: Cow::Borrowed(""),
+        };
+        var.json = Cow::Owned(render(&var));
+        var
+    }
+}
+
+/// A `volumeMounts` entry; the tables' are made with [`mount!`] (JSON text at compile time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mount<'a> {
     #[serde(rename = "name")]
     pub volume: &'static str,
     #[serde(rename = "mountPath")]
-    pub path: &'static str,
+    pub path: Cow<'a, str>,
     #[serde(rename = "readOnly", skip_serializing_if = "is_false")]
     pub read_only: bool,
     #[serde(skip)]
-    pub json: &'static str,
+    pub json: Cow<'a, str>,
+}
+
+impl<'a> Mount<'a> {
+    /// A mount whose path comes from the settings.
+    pub fn new(volume: &'static str, path: Cow<'a, str>, read_only: bool) -> Mount<'a> {
+        let mut mount = Mount {
+            volume,
+            path,
+            read_only,
+            json: Cow::Borrowed(""),
+        };
+        mount.json = Cow::Owned(render(&mount));
+        mount
+    }
 }
 
 /// `var!("NAME", "value")`: an [`EnvVar`]. Name and value are literals that need no JSON escapes
@@ -66,9 +147,15 @@ pub struct Mount {
 macro_rules! var {
     ($name:literal, $value:literal) => {
         $crate::profile::EnvVar {
-            name: $name,
-            value: $value,
-            json: concat!(r#"{"name":""#, $name, r#"","value":""#, $value, r#""}"#),
+            name: ::std::borrow::Cow::Borrowed($name),
+            value: ::std::borrow::Cow::Borrowed($value),
+            json: ::std::borrow::Cow::Borrowed(concat!(
+                r#"{"name":""#,
+                $name,
+                r#"","value":""#,
+                $value,
+                r#""}"#
+            )),
         }
     };
 }
@@ -84,9 +171,9 @@ macro_rules! mount {
     (@ $volume:literal, $path:literal, $read_only:literal, $more:literal) => {
         $crate::profile::Mount {
             volume: $volume,
-            path: $path,
+            path: ::std::borrow::Cow::Borrowed($path),
             read_only: $read_only,
-            json: concat!(
+            json: ::std::borrow::Cow::Borrowed(concat!(
                 r#"{"name":""#,
                 $volume,
                 r#"","mountPath":""#,
@@ -94,7 +181,7 @@ macro_rules! mount {
                 r#"""#,
                 $more,
                 "}"
-            ),
+            )),
         }
     };
 }
@@ -105,62 +192,78 @@ fn is_false(value: &bool) -> bool {
     !value
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Volume {
-    pub name: &'static str,
-    pub source: Source,
+impl Fragment for EnvVar<'_> {
+    fn json(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.json)
+    }
+}
+
+impl Fragment for Mount<'_> {
+    fn json(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.json)
+    }
+}
+
+impl Fragment for Volume<'_> {
+    fn json(&self) -> Cow<'_, str> {
+        Cow::Owned(render(self))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub struct Volume<'a> {
+    pub name: &'static str,
+    pub source: Source<'a>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source<'a> {
     /// `emptyDir: {}`
     Scratch,
     /// `emptyDir: {medium: Memory}`: shared memory for NCCL, larger than the runtime's 64 MiB.
     Memory,
     HostPath {
-        path: &'static str,
+        path: Cow<'a, str>,
         kind: Option<&'static str>,
     },
     ConfigMap {
-        name: String,
+        name: Cow<'a, str>,
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sidecar {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sidecar<'a> {
     pub name: &'static str,
-    pub image: &'static str,
+    pub image: Cow<'a, str>,
     pub command: &'static [&'static str],
-    pub args: &'static [&'static str],
-    pub env: &'static [EnvVar],
+    /// The shell script `command` runs.
+    pub script: Cow<'a, str>,
+    pub env: &'static [EnvVar<'static>],
     pub capabilities: &'static [&'static str],
-    pub mounts: &'static [Mount],
+    pub mounts: &'static [Mount<'static>],
 }
 
-/// A Multus network attachment, `namespace/name`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Network {
-    pub namespace: &'static str,
-    pub name: &'static str,
-}
+/// A Multus network attachment: `namespace/name`, or `name` for the pod's own namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Network<'a>(pub Cow<'a, str>);
 
-impl Profile {
-    pub fn env_vars(&self) -> impl Iterator<Item = &'static EnvVar> + use<> {
-        self.env.iter().flat_map(|group| group.iter())
+impl Profile<'_> {
+    pub fn env_vars(&self) -> impl Iterator<Item = &EnvVar<'_>> {
+        self.env.iter()
     }
 }
 
-impl Volume {
+impl Volume<'_> {
     /// Whether a pod volume of the same name is this volume, reading the API server's defaults
     /// (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
     pub fn same_as(&self, pod_volume: &Value) -> bool {
-        let ours = crate::lenient::read(&crate::fragment::render(self)).ok();
+        let ours = crate::lenient::read(&render(self)).ok();
         ours.is_some_and(|ours| normalized(pod_volume) == normalized(&ours))
     }
 }
 
 /// Serialised as the pod's `volumes` entry.
-impl Serialize for Volume {
+impl Serialize for Volume<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Empty {}
@@ -169,8 +272,8 @@ impl Serialize for Volume {
             medium: &'static str,
         }
         #[derive(Serialize)]
-        struct HostPath {
-            path: &'static str,
+        struct HostPath<'p> {
+            path: &'p str,
             #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
             kind: Option<&'static str>,
         }
@@ -222,16 +325,16 @@ fn normalized(volume: &Value) -> Value {
     volume
 }
 
-impl Sidecar {
+impl<'a> Sidecar<'a> {
     /// The container, without the mounts of `skipped` volumes (ones the pod defines differently:
     /// like every other container, the sidecar never mounts a user's volume in place of ours).
     pub fn container<'s>(&'s self, skipped: &[&str]) -> SidecarContainer<'s> {
         SidecarContainer {
             name: self.name,
-            image: self.image,
+            image: &self.image,
             image_pull_policy: "Always",
             command: self.command,
-            args: self.args,
+            args: [&self.script],
             env: self.env,
             resources: Resources {},
             restart_policy: "Always",
@@ -259,8 +362,8 @@ pub struct SidecarContainer<'s> {
     image: &'s str,
     image_pull_policy: &'static str,
     command: &'s [&'s str],
-    args: &'s [&'s str],
-    env: &'s [EnvVar],
+    args: [&'s str; 1],
+    env: &'s [EnvVar<'s>],
     resources: Resources,
     /// `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
     /// before the workload and is stopped after it, so the job can complete.
@@ -268,7 +371,7 @@ pub struct SidecarContainer<'s> {
     security_context: SecurityContext<'s>,
     termination_message_path: &'static str,
     termination_message_policy: &'static str,
-    volume_mounts: Vec<&'s Mount>,
+    volume_mounts: Vec<&'s Mount<'s>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -284,9 +387,18 @@ struct Capabilities<'s> {
     add: &'s [&'s str],
 }
 
-impl Network {
-    pub fn qualified(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+impl Network<'_> {
+    /// `(namespace, name)`; no namespace means the pod's own.
+    pub fn parts(&self) -> (Option<&str>, &str) {
+        match self.0.split_once('/') {
+            Some((namespace, name)) => (Some(namespace), name),
+            None => (None, &self.0),
+        }
+    }
+
+    /// As Multus's short form writes it.
+    pub fn qualified(&self) -> &str {
+        &self.0
     }
 }
 
@@ -294,6 +406,29 @@ impl Network {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn host_path(
+        name: &'static str,
+        path: &'static str,
+        kind: Option<&'static str>,
+    ) -> Volume<'static> {
+        Volume {
+            name,
+            source: Source::HostPath {
+                path: Cow::Borrowed(path),
+                kind,
+            },
+        }
+    }
+
+    fn config_map(name: &'static str, config_map: &'static str) -> Volume<'static> {
+        Volume {
+            name,
+            source: Source::ConfigMap {
+                name: Cow::Borrowed(config_map),
+            },
+        }
+    }
 
     #[test]
     fn volumes_serialise_as_the_pod_declares_them() {
@@ -307,49 +442,35 @@ mod tests {
             json!({"name": "shm", "emptyDir": {"medium": "Memory"}})
         );
         assert_eq!(
-            volume(
-                "sys",
-                Source::HostPath {
-                    path: "/sys",
-                    kind: None
-                }
-            ),
+            json!(host_path("sys", "/sys", None)),
             json!({"name": "sys", "hostPath": {"path": "/sys"}})
         );
         assert_eq!(
-            volume(
-                "dev",
-                Source::HostPath {
-                    path: "/dev",
-                    kind: Some("Directory")
-                }
-            ),
+            json!(host_path("dev", "/dev", Some("Directory"))),
             json!({"name": "dev", "hostPath": {"path": "/dev", "type": "Directory"}})
         );
         assert_eq!(
-            volume(
-                "topo",
-                Source::ConfigMap {
-                    name: "nccl-topo".into()
-                }
-            ),
+            json!(config_map("topo", "nccl-topo")),
             json!({"name": "topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}})
         );
     }
 
     #[test]
     fn the_sidecar_is_a_native_sidecar_without_skipped_mounts() {
-        const SIDECAR: Sidecar = Sidecar {
+        const ENV: &[EnvVar<'static>] = &[var!("A", "1")];
+        const MOUNTS: &[Mount<'static>] =
+            &[mount!("lib", "/lib", read_only), mount!("sys", "/sys")];
+        let sidecar = Sidecar {
             name: "daemon",
-            image: "registry/daemon:1",
+            image: Cow::Borrowed("registry/daemon:1"),
             command: &["/run"],
-            args: &["--x"],
-            env: &[var!("A", "1")],
+            script: Cow::Borrowed("--x"),
+            env: ENV,
             capabilities: &["NET_ADMIN"],
-            mounts: &[mount!("lib", "/lib", read_only), mount!("sys", "/sys")],
+            mounts: MOUNTS,
         };
         assert_eq!(
-            json!(SIDECAR.container(&["sys"])),
+            json!(sidecar.container(&["sys"])),
             json!({
                 "name": "daemon",
                 "image": "registry/daemon:1",
@@ -369,12 +490,7 @@ mod tests {
 
     #[test]
     fn defaults_the_api_server_fills_in_compare_equal() {
-        let topo = Volume {
-            name: "nccl-topo",
-            source: Source::ConfigMap {
-                name: "nccl-topo".into(),
-            },
-        };
+        let topo = config_map("nccl-topo", "nccl-topo");
         assert!(topo.same_as(&json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo"}})));
         assert!(topo.same_as(
             &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}})
@@ -384,13 +500,7 @@ mod tests {
             &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 256}})
         ));
 
-        let sys = Volume {
-            name: "nvtcpxo-sys",
-            source: Source::HostPath {
-                path: "/sys",
-                kind: None,
-            },
-        };
+        let sys = host_path("nvtcpxo-sys", "/sys", None);
         assert!(
             sys.same_as(&json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": ""}}))
         );
@@ -405,6 +515,14 @@ mod tests {
     }
 
     #[test]
+    fn entries_from_the_settings_carry_their_json() {
+        let var = EnvVar::new(Cow::Borrowed("A"), Cow::Borrowed("say \"hi\""));
+        assert_eq!(var.json, r#"{"name":"A","value":"say \"hi\""}"#);
+        let mount = Mount::new("lib", Cow::Borrowed("/opt/lib"), true);
+        assert_eq!(mount.json, mount!("lib", "/opt/lib", read_only).json);
+    }
+
+    #[test]
     fn read_only_is_written_only_when_true() {
         assert_eq!(
             json!(mount!("a", "/a")),
@@ -414,5 +532,14 @@ mod tests {
             json!(mount!("a", "/a", read_only)),
             json!({"name": "a", "mountPath": "/a", "readOnly": true})
         );
+    }
+
+    #[test]
+    fn a_network_without_namespace_is_the_pods_own() {
+        assert_eq!(
+            Network(Cow::Borrowed("default/rdma-vf")).parts(),
+            (Some("default"), "rdma-vf")
+        );
+        assert_eq!(Network(Cow::Borrowed("rdma-vf")).parts(), (None, "rdma-vf"));
     }
 }

@@ -51,6 +51,11 @@ pub fn whole(value: &Value) -> Result<u64, QuantityError> {
     }
 }
 
+/// Whether `s` is a non-negative Kubernetes quantity (`100m`, `2`, `1.5Gi`), whole or not.
+pub fn is_quantity(s: &str) -> bool {
+    !s.starts_with('-') && !matches!(parse(s), Err(QuantityError::NotAQuantity))
+}
+
 /// Parses `<sign><digits>[.<digits>]<suffix>` where the suffix is a binary SI suffix (`Ki`…`Ei`),
 /// a decimal SI suffix (`n`, `u`, `m`, `k`, `M`…`E`) or a decimal exponent (`e3`, `E-2`).
 pub fn parse(s: &str) -> Result<u64, QuantityError> {

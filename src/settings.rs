@@ -1,13 +1,26 @@
-//! Settings: the chart's `multinodeNetworking` values as the operator writes them, checked once,
-//! and turned into a [`Config`] in which "exactly one cloud" is a single enum value.
+//! Settings (behaviour.md §1): the chart's `multinodeNetworking` values and the keys that fit the
+//! policy to a cluster, checked, and turned into a [`Config`] that names exactly one cloud.
 //!
-//! The reader is written by hand over the JSON value rather than derived, so that every message
-//! can name the full path of the field (`aws.efaDevicesPerGpu`) and list what is allowed there: a
-//! misspelt key must never fall back to a default silently.
+//! The reader is written by hand so that every message names the full path of the field
+//! (`aws.instanceTypes[p5.48xlarge].devicesPerNode`) and says what is allowed there: a misspelt
+//! key must never fall back to a default silently. Settings come with every request, so they are
+//! read from their JSON text without building a tree: an object is a list of its keys and the
+//! text of their values, and strings borrow from the text. Each cloud's keys are data
+//! ([`crate::clouds`]); this file knows no cloud by name.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
 
-use crate::k8s_names::{is_dns1123_subdomain, is_kind, is_qualified_name, is_qualified_name_part};
+use serde_json::value::RawValue;
+
+use crate::clouds::{self, Cloud, CloudSettings, Kind, Param};
+use crate::fragment::render_string;
+use crate::k8s_names::{
+    is_capability, is_dns1123_subdomain, is_env_name, is_kind, is_qualified_name,
+    is_qualified_name_part,
+};
+use crate::lenient::{Members, items, members, read, string};
+use crate::profile::{EnvChange, InstanceType};
+use crate::ratio::{MAX_DECIMALS, Ratio};
 
 pub const DEFAULT_TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 pub const DEFAULT_OWNER_KINDS: [&str; 5] = ["PyTorchJob", "MPIJob", "Job", "RunaiJob", "JobSet"];
@@ -19,35 +32,23 @@ pub const DEFAULT_OWNER_GROUPS: [&str; 5] = [
     "batch",
 ];
 const MAX_PER_GPU: u64 = 64;
-const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
 const COMMON_KEYS: [&str; 3] = ["triggerAnnotation", "ownerKinds", "ownerApiGroups"];
+/// The keys every cloud block has besides its own; `instanceTypes` where it has a device.
+const BLOCK_KEYS: [&str; 3] = ["enabled", "env", "capabilities"];
+const INSTANCE_TYPES: &str = "instanceTypes";
+const INSTANCE_KEYS: [&str; 3] = ["devicesPerNode", "gpusPerNode", "env"];
+const MAX_DEVICES_PER_NODE: u64 = 1024;
 
 /// Validated settings: what the rest of the policy works from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    pub cloud: Cloud,
-    pub trigger: String,
+pub struct Config<'a> {
+    /// The one enabled cloud, with what the settings give its keys.
+    pub cloud: CloudSettings<'a>,
+    pub trigger: Cow<'a, str>,
     /// Empty means any owner kind, or none.
-    pub owner_kinds: Vec<String>,
+    pub owner_kinds: Vec<Cow<'a, str>>,
     /// Empty means any owner API group, or none.
-    pub owner_groups: Vec<String>,
-}
-
-/// The one cloud whose injection the policy applies, with its parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cloud {
-    Aws {
-        efa_per_gpu: u32,
-    },
-    Azure {
-        rdma_per_gpu: u32,
-        rdma_device_name: String,
-        topology_config_map: String,
-    },
-    Gcp,
-    Oci {
-        rdma_per_gpu: u32,
-    },
+    pub owner_groups: Vec<Cow<'a, str>>,
 }
 
 /// Every problem found in the settings, each naming its field.
@@ -60,98 +61,71 @@ impl std::fmt::Display for SettingsError {
     }
 }
 
-impl Config {
-    /// Reads and checks settings. `null` counts as `{}` (the host sends `{}` when there are none).
-    pub fn from_value(settings: &Value) -> Result<Config, SettingsError> {
-        let empty = Map::new();
-        let top = match settings {
-            Value::Null => &empty,
-            Value::Object(map) => map,
+impl<'a> Config<'a> {
+    /// Reads and checks settings given as JSON text. `null` counts as `{}` (the host sends `{}`
+    /// when there are none).
+    pub fn read(text: &'a str) -> Result<Config<'a>, SettingsError> {
+        let raw: &RawValue = read(text)
+            .map_err(|e| SettingsError(vec![format!("settings are not valid JSON: {e}")]))?;
+        Config::from_raw(raw)
+    }
+
+    /// Reads and checks settings given as a JSON value of the request.
+    pub fn from_raw(raw: &'a RawValue) -> Result<Config<'a>, SettingsError> {
+        let top = match json_type(raw) {
+            JsonType::Null => Members::default(),
+            JsonType::Object => members(raw),
             other => {
                 return Err(SettingsError(vec![format!(
                     "settings must be an object with one of {}, got {}",
-                    CLOUDS.join(", "),
-                    type_name(other)
+                    cloud_names(),
+                    other.name()
                 )]));
             }
         };
         let mut r = Reader::default();
-        r.known_keys("", top, &[&CLOUDS[..], &COMMON_KEYS[..]].concat());
+        for (key, _) in &top.0 {
+            let known = COMMON_KEYS.contains(&key.as_ref())
+                || clouds::ALL.iter().any(|cloud| cloud.name == key);
+            if !known {
+                let allowed: Vec<&str> = clouds::ALL
+                    .iter()
+                    .map(|cloud| cloud.name)
+                    .chain(COMMON_KEYS)
+                    .collect();
+                r.unknown_key("", key, &allowed);
+            }
+        }
 
-        let aws = r.block(top, "aws", &["enabled", "efaDevicesPerGPU"]);
-        let azure = r.block(
-            top,
-            "azure",
-            &[
-                "enabled",
-                "rdmaDevicesPerGPU",
-                "rdmaDeviceName",
-                "ncclTopologyConfigMap",
-            ],
-        );
-        let gcp = r.block(top, "gcp", &["enabled"]);
-        let oci = r.block(top, "oci", &["enabled", "rdmaDevicesPerGPU"]);
-
-        // Every block's parameters are read, enabled or not: a typo in a disabled block is still a
-        // typo, and it would bite the day that block is switched on.
-        let efa_per_gpu = r.per_gpu("aws", aws, "efaDevicesPerGPU", 1);
-        let azure_rdma_per_gpu = r.per_gpu("azure", azure, "rdmaDevicesPerGPU", 1);
-        let rdma_device_name = r.name(
-            "azure",
-            azure,
-            "rdmaDeviceName",
-            "hca_shared_devices_a",
-            is_qualified_name_part,
-            "a resource name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, so that rdma/<name> is a valid extended resource",
-        );
-        let topology_config_map = r.name(
-            "azure",
-            azure,
-            "ncclTopologyConfigMap",
-            "nccl-topo",
-            is_dns1123_subdomain,
-            "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
-        );
-        let oci_rdma_per_gpu = r.per_gpu("oci", oci, "rdmaDevicesPerGPU", 8);
-
+        // Every block is read, enabled or not: a typo in a disabled block is still a typo, and it
+        // would bite the day that block is switched on.
         let mut enabled = Vec::new();
-        if r.enabled("aws", aws) {
-            enabled.push(Cloud::Aws { efa_per_gpu });
-        }
-        if r.enabled("azure", azure) {
-            enabled.push(Cloud::Azure {
-                rdma_per_gpu: azure_rdma_per_gpu,
-                rdma_device_name,
-                topology_config_map,
-            });
-        }
-        if r.enabled("gcp", gcp) {
-            enabled.push(Cloud::Gcp);
-        }
-        if r.enabled("oci", oci) {
-            enabled.push(Cloud::Oci {
-                rdma_per_gpu: oci_rdma_per_gpu,
-            });
+        for cloud in clouds::ALL {
+            if let Some(block) = r.block(&top, cloud.name) {
+                let on = r.enabled(cloud.name, &block);
+                let settings = r.cloud(cloud, &block);
+                if on {
+                    enabled.push(settings);
+                }
+            }
         }
 
-        let trigger = r.name(
-            "",
-            Some(top),
+        let trigger = r.text(
             "triggerAnnotation",
-            DEFAULT_TRIGGER,
+            top.get("triggerAnnotation"),
             is_qualified_name,
             "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)",
         );
         let owner_kinds = r.list(
             "ownerKinds",
-            top,
+            &top,
             &DEFAULT_OWNER_KINDS,
             is_kind,
             "a kind such as PyTorchJob",
         );
         let owner_groups = r.list(
             "ownerApiGroups",
-            top,
+            &top,
             &DEFAULT_OWNER_GROUPS,
             |g| g.is_empty() || is_dns1123_subdomain(g),
             "an API group such as batch.volcano.sh (\"\" for the core group)",
@@ -162,12 +136,12 @@ impl Config {
             0 => {
                 r.errors.push(format!(
                     "no cloud is enabled: set enabled: true in exactly one of {}",
-                    CLOUDS.join(", ")
+                    cloud_names()
                 ));
                 None
             }
             _ => {
-                let names: Vec<_> = enabled.iter().map(Cloud::name).collect();
+                let names: Vec<_> = enabled.iter().map(|c| c.cloud.name).collect();
                 r.errors.push(format!(
                     "{} are all enabled: enable exactly one cloud per policy",
                     names.join(", ")
@@ -178,7 +152,7 @@ impl Config {
         match cloud {
             Some(cloud) if r.errors.is_empty() => Ok(Config {
                 cloud,
-                trigger,
+                trigger: trigger.unwrap_or(Cow::Borrowed(DEFAULT_TRIGGER)),
                 owner_kinds,
                 owner_groups,
             }),
@@ -187,152 +161,57 @@ impl Config {
     }
 }
 
-impl Cloud {
-    pub fn name(&self) -> &'static str {
+fn cloud_names() -> String {
+    let names: Vec<&str> = clouds::ALL.iter().map(|cloud| cloud.name).collect();
+    names.join(", ")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JsonType {
+    Null,
+    Bool,
+    Number,
+    String,
+    List,
+    Object,
+}
+
+impl JsonType {
+    fn name(self) -> &'static str {
         match self {
-            Cloud::Aws { .. } => "aws",
-            Cloud::Azure { .. } => "azure",
-            Cloud::Gcp => "gcp",
-            Cloud::Oci { .. } => "oci",
+            JsonType::Null => "null",
+            JsonType::Bool => "a boolean",
+            JsonType::Number => "a number",
+            JsonType::String => "a string",
+            JsonType::List => "a list",
+            JsonType::Object => "an object",
         }
     }
 }
 
-/// Collects errors while reading, so that one answer lists every problem.
-#[derive(Default)]
-struct Reader {
-    errors: Vec<String>,
+/// A JSON value's type, from the first byte of its text (the text is valid JSON).
+fn json_type(raw: &RawValue) -> JsonType {
+    match raw.get().as_bytes().first() {
+        Some(b'n') => JsonType::Null,
+        Some(b't' | b'f') => JsonType::Bool,
+        Some(b'"') => JsonType::String,
+        Some(b'[') => JsonType::List,
+        Some(b'{') => JsonType::Object,
+        _ => JsonType::Number,
+    }
 }
 
-impl Reader {
-    fn known_keys(&mut self, path: &str, map: &Map<String, Value>, known: &[&str]) {
-        for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
-            self.errors.push(format!(
-                "{}: unknown key; the keys allowed {} are {}",
-                join(path, key),
-                if path.is_empty() {
-                    "at the top level".to_string()
-                } else {
-                    format!("under {path}")
-                },
-                known.join(", ")
-            ));
-        }
-    }
-
-    /// A cloud block: absent and `null` read as "not there".
-    fn block<'v>(
-        &mut self,
-        top: &'v Map<String, Value>,
-        name: &str,
-        known: &[&str],
-    ) -> Option<&'v Map<String, Value>> {
-        match top.get(name) {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(map)) => {
-                self.known_keys(name, map, known);
-                Some(map)
-            }
-            Some(other) => {
-                self.errors.push(format!(
-                    "{name}: must be an object such as {{enabled: true}}, got {}",
-                    type_name(other)
-                ));
-                None
-            }
-        }
-    }
-
-    fn enabled(&mut self, path: &str, block: Option<&Map<String, Value>>) -> bool {
-        match block.and_then(|b| b.get("enabled")) {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(on)) => *on,
-            Some(other) => {
-                self.errors.push(format!(
-                    "{path}.enabled: must be true or false, got {}",
-                    show(other)
-                ));
-                false
-            }
-        }
-    }
-
-    fn per_gpu(
-        &mut self,
-        path: &str,
-        block: Option<&Map<String, Value>>,
-        key: &str,
-        default: u32,
-    ) -> u32 {
-        match block.and_then(|b| b.get(key)) {
-            None | Some(Value::Null) => default,
-            Some(value) => match value.as_u64() {
-                Some(n @ 1..=MAX_PER_GPU) => n as u32,
-                _ => {
-                    self.errors.push(format!(
-                        "{}: must be a whole number from 1 to {MAX_PER_GPU} matching the instance type's devices per GPU, got {}",
-                        join(path, key),
-                        show(value)
-                    ));
-                    default
-                }
-            },
-        }
-    }
-
-    fn name(
-        &mut self,
-        path: &str,
-        block: Option<&Map<String, Value>>,
-        key: &str,
-        default: &str,
-        valid: fn(&str) -> bool,
-        what: &str,
-    ) -> String {
-        match block.and_then(|b| b.get(key)) {
-            None | Some(Value::Null) => default.to_string(),
-            Some(Value::String(s)) if valid(s) => s.clone(),
-            Some(other) => {
-                self.errors.push(format!(
-                    "{}: must be {what}, got {}",
-                    join(path, key),
-                    show(other)
-                ));
-                default.to_string()
-            }
-        }
-    }
-
-    fn list(
-        &mut self,
-        key: &str,
-        top: &Map<String, Value>,
-        default: &[&str],
-        valid: fn(&str) -> bool,
-        what: &str,
-    ) -> Vec<String> {
-        match top.get(key) {
-            None | Some(Value::Null) => default.iter().map(|s| s.to_string()).collect(),
-            Some(Value::Array(items)) => {
-                let mut out = Vec::with_capacity(items.len());
-                for (i, item) in items.iter().enumerate() {
-                    match item {
-                        Value::String(s) if valid(s) => out.push(s.clone()),
-                        other => self
-                            .errors
-                            .push(format!("{key}[{i}]: must be {what}, got {}", show(other))),
-                    }
-                }
-                out
-            }
-            Some(other) => {
-                self.errors.push(format!(
-                    "{key}: must be a list (an empty list means any owner), got {}",
-                    type_name(other)
-                ));
-                Vec::new()
-            }
-        }
+/// A value as it appears in a message: short, and typed, so `"4"` and `4` read differently.
+fn show(raw: &RawValue) -> String {
+    let text = match json_type(raw) {
+        JsonType::Object | JsonType::List => return json_type(raw).name().to_string(),
+        JsonType::String => string(raw).map_or_else(String::new, |s| render_string(&s)),
+        _ => raw.get().to_string(),
+    };
+    if text.len() > 80 {
+        format!("{}…", text.chars().take(80).collect::<String>())
+    } else {
+        text
     }
 }
 
@@ -344,64 +223,433 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// A value as it appears in a message: short, and typed, so `"4"` and `4` read differently.
-fn show(value: &Value) -> String {
-    match value {
-        Value::Object(_) | Value::Array(_) => type_name(value).to_string(),
-        scalar => {
-            let text = match scalar {
-                Value::String(s) => crate::fragment::render_string(s),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => b.to_string(),
-                _ => "null".to_string(),
-            };
-            if text.len() > 80 {
-                format!("{}…", text.chars().take(80).collect::<String>())
+/// Collects errors while reading, so that one answer lists every problem.
+#[derive(Default)]
+struct Reader {
+    errors: Vec<String>,
+}
+
+impl Reader {
+    fn unknown_key(&mut self, path: &str, key: &str, allowed: &[&str]) {
+        self.errors.push(format!(
+            "{}: unknown key; the keys allowed {} are {}",
+            join(path, key),
+            if path.is_empty() {
+                "at the top level".to_string()
             } else {
-                text
+                format!("under {path}")
+            },
+            allowed.join(", ")
+        ));
+    }
+
+    /// A cloud block: absent and `null` read as "not there".
+    fn block<'a>(&mut self, top: &Members<'a>, name: &str) -> Option<Members<'a>> {
+        let raw = top.get(name)?;
+        match json_type(raw) {
+            JsonType::Null => None,
+            JsonType::Object => Some(members(raw)),
+            other => {
+                self.errors.push(format!(
+                    "{name}: must be an object such as {{enabled: true}}, got {}",
+                    other.name()
+                ));
+                None
             }
         }
     }
+
+    fn enabled(&mut self, path: &str, block: &Members<'_>) -> bool {
+        let Some(raw) = block.get("enabled") else {
+            return false;
+        };
+        match raw.get() {
+            "true" => true,
+            "false" | "null" => false,
+            _ => {
+                self.errors.push(format!(
+                    "{path}.enabled: must be true or false, got {}",
+                    show(raw)
+                ));
+                false
+            }
+        }
+    }
+
+    /// Everything a cloud block sets.
+    fn cloud<'a>(&mut self, cloud: &'static Cloud, block: &Members<'a>) -> CloudSettings<'a> {
+        let path = cloud.name;
+        for (key, _) in &block.0 {
+            let known = BLOCK_KEYS.contains(&key.as_ref())
+                || (cloud.plugin.is_some() && key == INSTANCE_TYPES)
+                || cloud.key(key).is_some();
+            if !known {
+                let mut allowed = vec![BLOCK_KEYS[0]];
+                allowed.extend(cloud.keys.iter().map(|k| k.name));
+                allowed.extend(&BLOCK_KEYS[1..]);
+                if cloud.plugin.is_some() {
+                    allowed.push(INSTANCE_TYPES);
+                }
+                self.unknown_key(path, key, &allowed);
+            }
+        }
+        let mut set = Vec::new();
+        for key in cloud.keys {
+            let Some(raw) = block.get(key.name) else {
+                continue;
+            };
+            if let Some(param) = self.param(&join(path, key.name), key.kind, raw) {
+                set.push((key, param));
+            }
+        }
+        for (a, b) in cloud.exclusive {
+            if set.iter().any(|(k, _)| k.name == *a) && set.iter().any(|(k, _)| k.name == *b) {
+                self.errors.push(format!(
+                    "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
+                    join(path, a),
+                    join(path, b)
+                ));
+            }
+        }
+        let env = match block.get("env") {
+            Some(raw) => self.env(&join(path, "env"), raw),
+            None => Vec::new(),
+        };
+        let capabilities = match block.get("capabilities") {
+            Some(raw) => self
+                .strings(
+                    &join(path, "capabilities"),
+                    raw,
+                    None,
+                    is_capability,
+                    "a capability name such as IPC_LOCK (letters, digits and '_')",
+                )
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let instance_types = match block.get(INSTANCE_TYPES).filter(|_| cloud.plugin.is_some()) {
+            Some(raw) => self.instance_types(&join(path, INSTANCE_TYPES), raw),
+            None => Vec::new(),
+        };
+        CloudSettings {
+            cloud,
+            set,
+            env,
+            capabilities,
+            instance_types,
+        }
+    }
+
+    /// A cloud key's value; `None` when it is `null` (the default stays) or wrong.
+    fn param<'a>(&mut self, path: &str, kind: Kind, raw: &'a RawValue) -> Option<Param<'a>> {
+        match kind {
+            Kind::PerGpu => self.per_gpu(path, raw).map(Param::PerGpu),
+            Kind::Whole { min, max } => self.whole(path, raw, min, max).map(Param::Whole),
+            Kind::Text { valid, what } => self.text(path, Some(raw), valid, what).map(Param::Text),
+            Kind::Optional { valid, what } => match json_type(raw) {
+                JsonType::Null => Some(Param::Off),
+                JsonType::String if raw.get() == "\"\"" => Some(Param::Off),
+                _ => self.text(path, Some(raw), valid, what).map(Param::Text),
+            },
+            Kind::Texts { len, valid, what } => {
+                self.strings(path, raw, len, valid, what).map(Param::Texts)
+            }
+        }
+    }
+
+    fn per_gpu(&mut self, path: &str, raw: &RawValue) -> Option<Ratio> {
+        if json_type(raw) == JsonType::Null {
+            return None;
+        }
+        let ratio = (json_type(raw) == JsonType::Number)
+            .then(|| Ratio::parse_decimal(raw.get()))
+            .flatten()
+            .filter(|r| !r.is_zero() && r.at_most(MAX_PER_GPU));
+        if ratio.is_none() {
+            self.errors.push(format!(
+                "{path}: must be a number greater than 0 and at most {MAX_PER_GPU} with at most {MAX_DECIMALS} decimal places, the node's devices divided by its GPUs (0.5 for 4 per 8 GPUs), got {}",
+                show(raw)
+            ));
+        }
+        ratio
+    }
+
+    fn whole(&mut self, path: &str, raw: &RawValue, min: u64, max: u64) -> Option<u64> {
+        if json_type(raw) == JsonType::Null {
+            return None;
+        }
+        let n = raw
+            .get()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n));
+        if n.is_none() {
+            self.errors.push(format!(
+                "{path}: must be a whole number from {min} to {max}, got {}",
+                show(raw)
+            ));
+        }
+        n
+    }
+
+    /// A string that `valid` accepts; `None` when absent, `null` or wrong.
+    fn text<'a>(
+        &mut self,
+        path: &str,
+        raw: Option<&'a RawValue>,
+        valid: fn(&str) -> bool,
+        what: &str,
+    ) -> Option<Cow<'a, str>> {
+        let raw = raw.filter(|raw| json_type(raw) != JsonType::Null)?;
+        match string(raw) {
+            Some(s) if valid(&s) => Some(s),
+            _ => {
+                self.errors
+                    .push(format!("{path}: must be {what}, got {}", show(raw)));
+                None
+            }
+        }
+    }
+
+    /// A list of strings `valid` accepts, of `len` items when given; `None` when `null` or wrong.
+    fn strings<'a>(
+        &mut self,
+        path: &str,
+        raw: &'a RawValue,
+        len: Option<usize>,
+        valid: fn(&str) -> bool,
+        what: &str,
+    ) -> Option<Vec<Cow<'a, str>>> {
+        match json_type(raw) {
+            JsonType::Null => return None,
+            JsonType::List => {}
+            other => {
+                self.errors.push(format!(
+                    "{path}: must be a list, each item {what}, got {}",
+                    other.name()
+                ));
+                return None;
+            }
+        }
+        let items = items(raw);
+        let errors = self.errors.len();
+        if let Some(len) = len.filter(|len| *len != items.len()) {
+            self.errors.push(format!(
+                "{path}: must have exactly {len} items, got {}",
+                items.len()
+            ));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            out.extend(self.text(&format!("{path}[{i}]"), Some(item), valid, what));
+        }
+        (self.errors.len() == errors).then_some(out)
+    }
+
+    fn list<'a>(
+        &mut self,
+        key: &str,
+        top: &Members<'a>,
+        default: &[&'static str],
+        valid: fn(&str) -> bool,
+        what: &str,
+    ) -> Vec<Cow<'a, str>> {
+        let raw = top.get(key).filter(|raw| json_type(raw) != JsonType::Null);
+        let Some(raw) = raw else {
+            return default.iter().map(|s| Cow::Borrowed(*s)).collect();
+        };
+        if json_type(raw) != JsonType::List {
+            self.errors.push(format!(
+                "{key}: must be a list (an empty list means any owner), got {}",
+                json_type(raw).name()
+            ));
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (i, item) in items(raw).into_iter().enumerate() {
+            match string(item).filter(|s| json_type(item) == JsonType::String && valid(s)) {
+                Some(s) => out.push(s),
+                None => self
+                    .errors
+                    .push(format!("{key}[{i}]: must be {what}, got {}", show(item))),
+            }
+        }
+        out
+    }
+
+    /// An `env` map (behaviour.md §1.2), sorted by name, the last of a repeated name counting.
+    fn env<'a>(&mut self, path: &str, raw: &'a RawValue) -> Vec<EnvChange<'a>> {
+        match json_type(raw) {
+            JsonType::Null => return Vec::new(),
+            JsonType::Object => {}
+            other => {
+                self.errors.push(format!(
+                    "{path}: must be an object of NAME: \"value\", or NAME: null to not inject NAME, got {}",
+                    other.name()
+                ));
+                return Vec::new();
+            }
+        }
+        let mut changes: Vec<EnvChange<'a>> = Vec::new();
+        for (name, value) in members(raw).0 {
+            let at = format!("{path}[{name}]");
+            if !is_env_name(&name) {
+                self.errors.push(format!(
+                    "{at}: not a variable name; names are printable ASCII without '='"
+                ));
+                continue;
+            }
+            let value = match json_type(value) {
+                JsonType::Null => None,
+                JsonType::String => string(value),
+                JsonType::Number | JsonType::Bool => {
+                    self.errors.push(format!(
+                        "{at}: must be a string or null, got {}; quote it: \"{}\"",
+                        show(value),
+                        value.get()
+                    ));
+                    continue;
+                }
+                other => {
+                    self.errors.push(format!(
+                        "{at}: must be a string or null, got {}",
+                        other.name()
+                    ));
+                    continue;
+                }
+            };
+            changes.retain(|change| change.name != name);
+            changes.push(EnvChange { name, value });
+        }
+        changes.sort_by(|a, b| a.name.cmp(&b.name));
+        changes
+    }
+
+    /// An `instanceTypes` map (behaviour.md §1.2); the last of a repeated type counts.
+    fn instance_types<'a>(&mut self, path: &str, raw: &'a RawValue) -> Vec<InstanceType<'a>> {
+        match json_type(raw) {
+            JsonType::Null => return Vec::new(),
+            JsonType::Object => {}
+            other => {
+                self.errors.push(format!(
+                    "{path}: must be an object of instance type: {{devicesPerNode: D, gpusPerNode: P}}, got {}",
+                    other.name()
+                ));
+                return Vec::new();
+            }
+        }
+        let mut types: Vec<InstanceType<'a>> = Vec::new();
+        for (name, entry) in members(raw).0 {
+            let at = format!("{path}[{name}]");
+            if !is_qualified_name_part(&name) {
+                self.errors.push(format!(
+                    "{at}: not an instance type; node.kubernetes.io/instance-type values are at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+                ));
+                continue;
+            }
+            if json_type(entry) != JsonType::Object {
+                self.errors.push(format!(
+                    "{at}: must be an object such as {{devicesPerNode: 32, gpusPerNode: 8}}, got {}",
+                    json_type(entry).name()
+                ));
+                continue;
+            }
+            let fields = members(entry);
+            for (key, _) in &fields.0 {
+                if !INSTANCE_KEYS.contains(&key.as_ref()) {
+                    self.unknown_key(&at, key, &INSTANCE_KEYS);
+                }
+            }
+            let mut count = |key: &str, min: u64, max: u64, what: &str| {
+                let field = join(&at, key);
+                match fields
+                    .get(key)
+                    .filter(|raw| json_type(raw) != JsonType::Null)
+                {
+                    Some(raw) => self.whole(&field, raw, min, max),
+                    None => {
+                        self.errors.push(format!("{field}: missing; set {what}"));
+                        None
+                    }
+                }
+            };
+            let devices = count(
+                "devicesPerNode",
+                0,
+                MAX_DEVICES_PER_NODE,
+                "the devices the node's device plugin advertises",
+            );
+            let gpus = count("gpusPerNode", 1, MAX_PER_GPU, "the node's GPUs");
+            let env = match fields.get("env") {
+                Some(raw) => self.env(&join(&at, "env"), raw),
+                None => Vec::new(),
+            };
+            if let (Some(devices), Some(gpus)) = (devices, gpus) {
+                types.retain(|t| t.name != name);
+                types.push(InstanceType {
+                    name,
+                    devices,
+                    gpus,
+                    env,
+                });
+            }
+        }
+        types
+    }
 }
 
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
+/// Checks settings as `validate_settings` receives them.
+pub fn check(text: &str) -> Result<(), SettingsError> {
+    Config::read(text).map(drop)
+}
+
+/// The enabled cloud's profile under `settings`, for tests (the text is kept for good).
+#[cfg(test)]
+pub(crate) fn profile_of(settings: serde_json::Value) -> crate::profile::Profile<'static> {
+    let text: &'static str = Box::leak(settings.to_string().into_boxed_str());
+    Config::read(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+        .cloud
+        .profile()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::profile::DeviceCount;
+    use serde_json::{Value, json};
 
     fn errors(settings: Value) -> String {
-        Config::from_value(&settings)
+        check(&settings.to_string())
             .expect_err("settings should be invalid")
             .to_string()
     }
 
+    /// The enabled cloud's profile, described for comparison.
+    fn with(settings: Value, check: impl FnOnce(&Config<'_>)) {
+        let text = settings.to_string();
+        let config = Config::read(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        check(&config);
+    }
+
+    fn count(config: &Config<'_>) -> DeviceCount {
+        config.cloud.profile().device.expect("a device").count
+    }
+
     #[test]
     fn one_cloud_with_defaults() {
-        let config = Config::from_value(&json!({"oci": {"enabled": true}})).unwrap();
-        assert_eq!(config.cloud, Cloud::Oci { rdma_per_gpu: 8 });
-        assert_eq!(config.trigger, DEFAULT_TRIGGER);
-        assert_eq!(config.owner_kinds, DEFAULT_OWNER_KINDS);
-        assert_eq!(config.owner_groups, DEFAULT_OWNER_GROUPS);
-        let azure = Config::from_value(&json!({"azure": {"enabled": true}})).unwrap();
-        assert_eq!(
-            azure.cloud,
-            Cloud::Azure {
-                rdma_per_gpu: 1,
-                rdma_device_name: "hca_shared_devices_a".into(),
-                topology_config_map: "nccl-topo".into()
-            }
-        );
+        with(json!({"oci": {"enabled": true}}), |config| {
+            assert_eq!(config.cloud.cloud.name, "oci");
+            assert_eq!(count(config), DeviceCount::PerGpu(Ratio::whole(8)));
+            assert_eq!(config.trigger, DEFAULT_TRIGGER);
+            assert_eq!(config.owner_kinds, DEFAULT_OWNER_KINDS);
+            assert_eq!(config.owner_groups, DEFAULT_OWNER_GROUPS);
+        });
+        with(json!({"azure": {"enabled": true}}), |config| {
+            let device = config.cloud.profile().device.unwrap();
+            assert_eq!(device.resource, "rdma/hca_shared_devices_a");
+            assert_eq!(device.count, DeviceCount::PerGpu(Ratio::whole(1)));
+        });
     }
 
     #[test]
@@ -412,10 +660,10 @@ mod tests {
             "gcp": {"enabled": false},
             "oci": {"enabled": false, "rdmaDevicesPerGPU": 8}
         });
-        assert_eq!(
-            Config::from_value(&values).unwrap().cloud,
-            Cloud::Aws { efa_per_gpu: 4 }
-        );
+        with(values, |config| {
+            assert_eq!(config.cloud.cloud.name, "aws");
+            assert_eq!(count(config), DeviceCount::PerGpu(Ratio::whole(4)));
+        });
     }
 
     #[test]
@@ -429,42 +677,66 @@ mod tests {
             several.contains("aws, gcp, oci are all enabled"),
             "{several}"
         );
+        assert_eq!(
+            errors(json!("aws")),
+            "settings must be an object with one of aws, azure, gcp, oci, got a string"
+        );
+        assert!(
+            check("{")
+                .unwrap_err()
+                .to_string()
+                .starts_with("settings are not valid JSON")
+        );
     }
 
     #[test]
     fn a_misspelt_key_is_named_with_the_right_spelling() {
-        let message = errors(json!({"aws": {"enabled": true, "efaDevicesPerGpu": 4}}));
-        assert!(
-            message.contains("aws.efaDevicesPerGpu: unknown key"),
-            "{message}"
+        assert_eq!(
+            errors(json!({"aws": {"enabled": true, "efaDevicesPerGpu": 4}})),
+            "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities, instanceTypes"
         );
-        assert!(message.contains("efaDevicesPerGPU"), "{message}");
         assert!(
             errors(json!({"gcp": {"enabled": true}, "tigger": "x"}))
-                .contains("tigger: unknown key")
+                .contains("tigger: unknown key; the keys allowed at the top level are aws, azure, gcp, oci, triggerAnnotation")
+        );
+        // No device, no instance types.
+        assert!(
+            errors(json!({"gcp": {"enabled": true, "instanceTypes": {}}}))
+                .starts_with("gcp.instanceTypes: unknown key; the keys allowed under gcp are enabled, networks, daemonImage, daemonFlags, env, capabilities")
         );
     }
 
     #[test]
-    fn counts_are_whole_numbers_from_1_to_64() {
+    fn per_gpu_counts_are_numbers_above_0_up_to_64() {
         for bad in [
             json!(0),
             json!(65),
             json!(-1),
-            json!(1.5),
+            json!(64.5),
+            json!(0.0000001),
             json!("4"),
             json!(true),
         ] {
             let message = errors(json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": bad}}));
             assert!(
-                message.contains("oci.rdmaDevicesPerGPU: must be a whole number from 1 to 64"),
+                message.starts_with(
+                    "oci.rdmaDevicesPerGPU: must be a number greater than 0 and at most 64"
+                ),
                 "{message}"
             );
         }
-        for good in [1, 64] {
-            let config =
-                Config::from_value(&json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": good}}));
-            assert_eq!(config.unwrap().cloud, Cloud::Oci { rdma_per_gpu: good });
+        for (good, expected) in [
+            (json!(1), Ratio::whole(1)),
+            (json!(64), Ratio::whole(64)),
+            (json!(0.5), Ratio::new(1, 2).unwrap()),
+            (json!(1.5), Ratio::new(3, 2).unwrap()),
+        ] {
+            with(
+                json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": good}}),
+                |config| {
+                    assert_eq!(count(config), DeviceCount::PerGpu(expected));
+                },
+            );
         }
         // A disabled block is still read.
         assert!(
@@ -487,19 +759,18 @@ mod tests {
             errors(json!({"gcp": {"enabled": true}, "triggerAnnotation": "a/b/c"}))
                 .contains("triggerAnnotation")
         );
-        let custom = Config::from_value(
-            &json!({"gcp": {"enabled": true}, "triggerAnnotation": "example.com/multi-node"}),
+        with(
+            json!({"gcp": {"enabled": true}, "triggerAnnotation": "example.com/multi-node"}),
+            |config| assert_eq!(config.trigger, "example.com/multi-node"),
         );
-        assert_eq!(custom.unwrap().trigger, "example.com/multi-node");
     }
 
     #[test]
     fn owner_lists() {
-        let any = Config::from_value(
-            &json!({"gcp": {"enabled": true}, "ownerKinds": [], "ownerApiGroups": []}),
-        )
-        .unwrap();
-        assert!(any.owner_kinds.is_empty() && any.owner_groups.is_empty());
+        with(
+            json!({"gcp": {"enabled": true}, "ownerKinds": [], "ownerApiGroups": []}),
+            |config| assert!(config.owner_kinds.is_empty() && config.owner_groups.is_empty()),
+        );
         assert!(
             errors(json!({"gcp": {"enabled": true}, "ownerKinds": "Job"}))
                 .contains("ownerKinds: must be a list")
@@ -507,6 +778,117 @@ mod tests {
         assert!(
             errors(json!({"gcp": {"enabled": true}, "ownerApiGroups": [3]}))
                 .contains("ownerApiGroups[0]")
+        );
+    }
+
+    #[test]
+    fn env_maps_are_sorted_and_values_must_be_strings() {
+        with(
+            json!({"aws": {"enabled": true, "env": {"Z": "1", "A": null, "M": "x", "Z2": "2"}}}),
+            |config| {
+                let names: Vec<_> = config.cloud.env.iter().map(|c| c.name.as_ref()).collect();
+                assert_eq!(names, ["A", "M", "Z", "Z2"]);
+                assert_eq!(config.cloud.env[0].value, None);
+            },
+        );
+        assert_eq!(
+            errors(json!({"oci": {"enabled": true, "env": {"NCCL_IB_TC": 41}}})),
+            "oci.env[NCCL_IB_TC]: must be a string or null, got 41; quote it: \"41\""
+        );
+        assert!(
+            errors(json!({"oci": {"enabled": true, "env": {"A=B": "1"}}}))
+                .starts_with("oci.env[A=B]: not a variable name")
+        );
+        assert!(
+            errors(json!({"oci": {"enabled": true, "env": ["A"]}}))
+                .starts_with("oci.env: must be an object")
+        );
+    }
+
+    #[test]
+    fn instance_types_need_both_counts() {
+        with(
+            json!({"aws": {"enabled": true, "instanceTypes": {"p4d.24xlarge": {"devicesPerNode": 4, "gpusPerNode": 8, "env": {"X": "1"}}}}}),
+            |config| {
+                let t = &config.cloud.instance_types[0];
+                assert_eq!((t.name.as_ref(), t.devices, t.gpus), ("p4d.24xlarge", 4, 8));
+                assert_eq!(t.env.len(), 1);
+            },
+        );
+        let message = errors(json!({"aws": {"enabled": true, "instanceTypes": {
+            "p5.48xlarge": {"devicesPerNode": 1025, "gpusPerNode": 0, "bogus": 1},
+            "p4d.24xlarge": {"gpusPerNode": 8},
+            "bad type!": {"devicesPerNode": 1, "gpusPerNode": 1}
+        }}}));
+        for part in [
+            "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, env",
+            "aws.instanceTypes[p5.48xlarge].devicesPerNode: must be a whole number from 0 to 1024, got 1025",
+            "aws.instanceTypes[p5.48xlarge].gpusPerNode: must be a whole number from 1 to 64, got 0",
+            "aws.instanceTypes[p4d.24xlarge].devicesPerNode: missing",
+            "aws.instanceTypes[bad type!]: not an instance type",
+        ] {
+            assert!(message.contains(part), "{part}\n{message}");
+        }
+    }
+
+    #[test]
+    fn per_gpu_and_per_container_exclude_each_other() {
+        assert_eq!(
+            errors(
+                json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": 1, "rdmaDevicesPerContainer": 1}})
+            ),
+            "azure.rdmaDevicesPerGPU and azure.rdmaDevicesPerContainer cannot both be set; keep the one that matches the cluster's device plugin"
+        );
+        with(
+            json!({"azure": {"enabled": true, "rdmaDevicesPerContainer": 1, "rdmaDeviceName": "shared_ib"}}),
+            |config| assert_eq!(count(config), DeviceCount::PerContainer(1)),
+        );
+    }
+
+    #[test]
+    fn lists_of_names_are_checked_item_by_item() {
+        let seven: Vec<String> = (1..8).map(|i| format!("vpc{i}")).collect();
+        assert_eq!(
+            errors(json!({"gcp": {"enabled": true, "networks": seven}})),
+            "gcp.networks: must have exactly 8 items, got 7"
+        );
+        let message = errors(
+            json!({"gcp": {"enabled": true, "networks": ["vpc1", "vpc2", "vpc3", "VPC_4", "vpc5", "vpc6", "vpc7", "vpc8"], "daemonFlags": ["--a;b"]}}),
+        );
+        assert!(
+            message.contains("gcp.networks[3]: must be a GKE network name"),
+            "{message}"
+        );
+        assert!(
+            message.contains("gcp.daemonFlags[0]: must be a flag"),
+            "{message}"
+        );
+        assert!(
+            errors(json!({"aws": {"enabled": true, "capabilities": ["IPC LOCK"]}}))
+                .starts_with("aws.capabilities[0]: must be a capability name")
+        );
+    }
+
+    #[test]
+    fn optional_values_turn_off_with_null_or_empty() {
+        for off in [json!(null), json!("")] {
+            with(
+                json!({"aws": {"enabled": true, "efaLibraryPath": off, "cpuRequest": off}}),
+                |config| {
+                    let profile = config.cloud.profile();
+                    assert!(profile.mounts.iter().all(|m| m.volume != "amazon-efa"));
+                    assert!(profile.volumes.iter().all(|v| v.name != "amazon-efa"));
+                    assert_eq!(profile.default_cpu_request, None);
+                },
+            );
+        }
+        assert!(
+            errors(json!({"aws": {"enabled": true, "efaLibraryPath": "opt/efa"}}))
+                .starts_with("aws.efaLibraryPath: must be an absolute path")
+        );
+        assert!(
+            errors(json!({"aws": {"enabled": true, "cpuRequest": "lots"}}))
+                .starts_with("aws.cpuRequest: must be a Kubernetes quantity")
         );
     }
 

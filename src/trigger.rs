@@ -24,7 +24,7 @@ pub fn is_pod_create(request: &Request<'_>) -> bool {
         && kind.kind.as_str() == Some("Pod")
 }
 
-pub fn decide(pod: &PodPeek<'_>, config: &Config) -> Decision {
+pub fn decide(pod: &PodPeek<'_>, config: &Config<'_>) -> Decision {
     match pod.annotation(&config.trigger).and_then(|v| v.as_str()) {
         Some("true") => {}
         Some(value) if near_miss(value) => {
@@ -61,7 +61,7 @@ fn near_miss(value: &str) -> bool {
 
 /// Two independent conditions, as in the reference: some owner has a listed kind, and some owner
 /// has a listed API group. An empty list accepts any owner, or none.
-fn owner_matches(pod: &PodPeek<'_>, config: &Config) -> bool {
+fn owner_matches(pod: &PodPeek<'_>, config: &Config<'_>) -> bool {
     let kind_ok = config.owner_kinds.is_empty()
         || pod.owners.iter().any(|o| {
             o.kind
@@ -83,13 +83,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn config(extra: serde_json::Value) -> Config {
+    fn config(extra: serde_json::Value) -> Config<'static> {
         let mut settings = json!({"gcp": {"enabled": true}});
         settings
             .as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
-        Config::from_value(&settings).unwrap()
+        // The configuration borrows from its text, which these tests keep for good.
+        Config::read(Box::leak(settings.to_string().into_boxed_str())).unwrap()
     }
 
     fn decide_on(metadata: serde_json::Value, config: &Config) -> Decision {

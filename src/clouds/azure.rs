@@ -1,0 +1,127 @@
+//! Azure: InfiniBand through an RDMA device plugin (behaviour.md §3.2).
+
+use std::borrow::Cow;
+
+use super::{
+    Cloud, Key, Kind, Param, Plugin, RDMA_BASE_HEAD, RDMA_BASE_TAIL, Row, SHARED_MEMORY_MOUNT,
+    empty, per_gpu, set_per_gpu, shared_memory,
+};
+use crate::k8s_names::{is_dns1123_subdomain, is_qualified_name_part};
+use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Source, Volume, mount, var};
+
+pub const AZURE: Cloud = Cloud {
+    name: "azure",
+    keys: &[
+        Key {
+            name: "rdmaDevicesPerGPU",
+            kind: Kind::PerGpu,
+            apply: set_per_gpu,
+        },
+        Key {
+            name: "rdmaDevicesPerContainer",
+            kind: Kind::Whole { min: 1, max: 64 },
+            apply: set_per_container,
+        },
+        Key {
+            name: "rdmaDeviceName",
+            kind: Kind::Text {
+                valid: is_qualified_name_part,
+                what: "a resource name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, so that rdma/<name> is a valid extended resource",
+            },
+            apply: set_device_name,
+        },
+        Key {
+            name: "ncclTopologyConfigMap",
+            kind: Kind::Text {
+                valid: is_dns1123_subdomain,
+                what: "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
+            },
+            apply: set_topology,
+        },
+    ],
+    // A count per GPU and a count per container are two device plugins' ways of counting.
+    exclusive: &[("rdmaDevicesPerGPU", "rdmaDevicesPerContainer")],
+    profile,
+    plugin: Some(Plugin {
+        resource: "rdma/ib",
+        // The SR-IOV device plugin of Azure/aks-rdma-infiniband advertises `rdma/ib`, one unit per
+        // InfiniBand NIC (`website/docs/configurations/01-network-operator.md`); each of these
+        // sizes gives every one of its 8 GPUs "its own dedicated" InfiniBand connection
+        // (MicrosoftDocs/azure-docs `articles/virtual-machines/sizes/gpu-accelerated/includes/`
+        // `nd-a100-v4-series-summary.md`, `ndm-a100-v4-series-summary.md`,
+        // `nd-h100-v5-series-summary.md`).
+        rows: &[
+            row("Standard_ND96asr_v4"),
+            row("Standard_ND96amsr_A100_v4"),
+            row("Standard_ND96isr_H100_v5"),
+        ],
+    }),
+};
+
+const TOPOLOGY_VOLUME: &str = "nccl-topo";
+const ENV_TOPOLOGY: &[EnvVar<'static>] = &[var!("NCCL_TOPO_FILE", "/etc/nccl/nccl-topo.xml")];
+const MOUNTS: &[Mount<'static>] = &[
+    SHARED_MEMORY_MOUNT,
+    mount!("nccl-topo", "/etc/nccl", read_only),
+];
+
+const fn row(instance_type: &'static str) -> Row {
+    Row {
+        instance_type,
+        devices: 8,
+        gpus: 8,
+    }
+}
+
+fn profile() -> Profile<'static> {
+    Profile {
+        device: Some(Device {
+            resource: Cow::Borrowed("rdma/hca_shared_devices_a"),
+            count: per_gpu(1),
+            cloud: "azure",
+            per_gpu_key: "rdmaDevicesPerGPU",
+        }),
+        env: [RDMA_BASE_HEAD, ENV_TOPOLOGY, RDMA_BASE_TAIL].concat(),
+        mounts: MOUNTS.to_vec(),
+        volumes: vec![
+            shared_memory(),
+            Volume {
+                name: TOPOLOGY_VOLUME,
+                source: Source::ConfigMap {
+                    name: Cow::Borrowed("nccl-topo"),
+                },
+            },
+        ],
+        // RDMA registers (pins) memory: without IPC_LOCK the locked-memory limit is 64 KiB.
+        capabilities: vec![Cow::Borrowed("IPC_LOCK")],
+        harden: true,
+        ..empty()
+    }
+}
+
+fn set_per_container(profile: &mut Profile<'_>, param: Param<'_>) {
+    if let (Some(device), Param::Whole(n)) = (&mut profile.device, param) {
+        device.count = DeviceCount::PerContainer(n);
+    }
+}
+
+fn set_device_name<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    if let (Some(device), Param::Text(name)) = (&mut profile.device, param) {
+        device.resource = Cow::Owned(format!("rdma/{name}"));
+    }
+}
+
+fn set_topology<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    let Param::Text(config_map) = param else {
+        return;
+    };
+    for volume in profile
+        .volumes
+        .iter_mut()
+        .filter(|v| v.name == TOPOLOGY_VOLUME)
+    {
+        volume.source = Source::ConfigMap {
+            name: config_map.clone(),
+        };
+    }
+}

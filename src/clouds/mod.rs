@@ -1,0 +1,475 @@
+//! The clouds, each described in one place (its file): its settings keys with their checks and
+//! what each changes, its injection with every key at its default, and its built-in instance
+//! rows. Adding a cloud is adding a [`Cloud`] to [`ALL`]; adding a setting is adding a [`Key`].
+//! Nothing else in the crate names a cloud.
+
+mod aws;
+mod azure;
+mod gcp;
+mod oci;
+
+use std::borrow::Cow;
+
+use crate::profile::{
+    DeviceCount, EnvChange, EnvVar, InstanceType, Mount, Profile, Source, Volume, mount, var,
+};
+use crate::ratio::Ratio;
+
+/// Every cloud the policy knows, in the order messages list them.
+pub const ALL: [&Cloud; 4] = [&aws::AWS, &azure::AZURE, &gcp::GCP, &oci::OCI];
+
+/// One cloud: everything the rest of the policy needs to know about it.
+#[derive(Debug)]
+pub struct Cloud {
+    /// The settings block's key.
+    pub name: &'static str,
+    /// The block's own keys, besides those every block has (`enabled`, `env`, `capabilities`,
+    /// and `instanceTypes` where there is a device).
+    pub keys: &'static [Key],
+    /// Keys that cannot be set together.
+    pub exclusive: &'static [(&'static str, &'static str)],
+    /// The injection with every key at its default (behaviour.md §3.1–§3.4).
+    pub profile: fn() -> Profile<'static>,
+    /// The device plugin the built-in instance rows describe; `None` for a cloud without a
+    /// device, which then has no `instanceTypes` either.
+    pub plugin: Option<Plugin>,
+}
+
+/// A settings key of one cloud: how its value is read and checked, and what it changes.
+#[derive(Debug)]
+pub struct Key {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub apply: for<'a> fn(&mut Profile<'a>, Param<'a>),
+}
+
+/// How a key's value is read and checked (behaviour.md §1.4).
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// Devices per GPU: a number greater than 0 and at most 64. Read as [`Param::PerGpu`].
+    PerGpu,
+    /// A whole number from `min` to `max`. Read as [`Param::Whole`].
+    Whole { min: u64, max: u64 },
+    /// A string that `valid` accepts, `what` saying what it must be. Read as [`Param::Text`].
+    Text {
+        valid: fn(&str) -> bool,
+        what: &'static str,
+    },
+    /// Like `Text`, but `null` or `""` turn the thing off ([`Param::Off`]).
+    Optional {
+        valid: fn(&str) -> bool,
+        what: &'static str,
+    },
+    /// A list of `len` strings (any number when `None`), each one `valid` accepts. Read as
+    /// [`Param::Texts`].
+    Texts {
+        len: Option<usize>,
+        valid: fn(&str) -> bool,
+        what: &'static str,
+    },
+}
+
+/// A key's value, read and checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Param<'a> {
+    PerGpu(Ratio),
+    Whole(u64),
+    Text(Cow<'a, str>),
+    Off,
+    Texts(Vec<Cow<'a, str>>),
+}
+
+/// The built-in rows: what one device plugin advertises on each instance type it knows.
+#[derive(Debug, Clone, Copy)]
+pub struct Plugin {
+    pub resource: &'static str,
+    pub rows: &'static [Row],
+}
+
+/// One built-in instance row. Each is a vendor's fact; its source is cited beside it.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub instance_type: &'static str,
+    pub devices: u64,
+    pub gpus: u64,
+}
+
+/// What the settings give one cloud's block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudSettings<'a> {
+    pub cloud: &'static Cloud,
+    /// The cloud's own keys that are set, in the order of [`Cloud::keys`].
+    pub set: Vec<(&'static Key, Param<'a>)>,
+    /// `env`, sorted by name, one entry a name.
+    pub env: Vec<EnvChange<'a>>,
+    pub capabilities: Vec<Cow<'a, str>>,
+    /// `instanceTypes`, each entry's `env` sorted like `env`.
+    pub instance_types: Vec<InstanceType<'a>>,
+}
+
+impl PartialEq for Cloud {
+    fn eq(&self, other: &Cloud) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Cloud {}
+
+/// Keys are compared by name: within a cloud, names are unique (a test checks).
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Key {}
+
+impl Cloud {
+    pub fn key(&self, name: &str) -> Option<&'static Key> {
+        self.keys.iter().find(|key| key.name == name)
+    }
+}
+
+impl<'a> CloudSettings<'a> {
+    /// The cloud's injection with the settings applied (behaviour.md §1.2, §1.3, §3.6).
+    pub fn profile(&self) -> Profile<'a> {
+        let mut profile = (self.cloud.profile)();
+        for (key, param) in &self.set {
+            (key.apply)(&mut profile, param.clone());
+        }
+        apply_env(&mut profile.env, &self.env);
+        for capability in &self.capabilities {
+            let present = profile
+                .capabilities
+                .iter()
+                .any(|c| crate::merge::same_capability(c, capability));
+            if !present {
+                profile.capabilities.push(capability.clone());
+            }
+        }
+        profile.instance_types = self.instance_types.clone();
+        if let (Some(plugin), Some(device)) = (self.cloud.plugin, &profile.device) {
+            if device.resource == plugin.resource {
+                let built_in = plugin
+                    .rows
+                    .iter()
+                    .filter(|row| {
+                        !self
+                            .instance_types
+                            .iter()
+                            .any(|t| t.name == row.instance_type)
+                    })
+                    .map(|row| InstanceType {
+                        name: Cow::Borrowed(row.instance_type),
+                        devices: row.devices,
+                        gpus: row.gpus,
+                        env: Vec::new(),
+                    });
+                profile.instance_types.extend(built_in);
+            }
+        }
+        profile
+    }
+}
+
+/// Changes a list of variables by a settings `env` map (behaviour.md §3.6): a name the list has
+/// gets the new value in place, `None` removes it, new names are appended in `changes`' order.
+pub fn apply_env<'a>(env: &mut Vec<EnvVar<'a>>, changes: &[EnvChange<'a>]) {
+    for change in changes {
+        let at = env.iter().position(|var| var.name == change.name);
+        match (at, &change.value) {
+            (Some(at), Some(value)) => env[at] = EnvVar::new(change.name.clone(), value.clone()),
+            (Some(at), None) => {
+                env.remove(at);
+            }
+            (None, Some(value)) => env.push(EnvVar::new(change.name.clone(), value.clone())),
+            (None, None) => {}
+        }
+    }
+}
+
+// What several clouds share.
+
+const SHARED_MEMORY_MOUNT: Mount<'static> = mount!("nv-shared-memory", "/dev/shm");
+const SHARED_MEMORY: &str = SHARED_MEMORY_MOUNT.volume;
+
+fn shared_memory() -> Volume<'static> {
+    Volume {
+        name: SHARED_MEMORY,
+        source: Source::Memory,
+    }
+}
+
+fn host_path(
+    name: &'static str,
+    path: &'static str,
+    kind: Option<&'static str>,
+) -> Volume<'static> {
+    Volume {
+        name,
+        source: Source::HostPath {
+            path: Cow::Borrowed(path),
+            kind,
+        },
+    }
+}
+
+/// The profile every table starts from: nothing.
+fn empty() -> Profile<'static> {
+    Profile {
+        device: None,
+        default_cpu_request: None,
+        env: Vec::new(),
+        mounts: Vec::new(),
+        volumes: Vec::new(),
+        capabilities: Vec::new(),
+        harden: false,
+        sidecar: None,
+        annotations: Vec::new(),
+        network: None,
+        instance_types: Vec::new(),
+        whole_node: None,
+    }
+}
+
+// Azure and OCI share the InfiniBand base of NCCL, Open MPI and UCX settings (the chart's); Azure
+// adds its topology file in the middle, OCI its InfiniBand tuning at the end.
+const RDMA_BASE_HEAD: &[EnvVar<'static>] = &[
+    var!("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+    var!("NCCL_IB_PCI_RELAXED_ORDERING", "1"),
+    var!("NCCL_SOCKET_IFNAME", "eth0"),
+];
+const RDMA_BASE_TAIL: &[EnvVar<'static>] = &[
+    var!("OMPI_MCA_coll_hcoll_enable", "0"),
+    var!("OMPI_MCA_orte_keep_fqdn_hostnames", "t"),
+    var!("UCX_IB_PCI_RELAXED_ORDERING", "on"),
+    var!("UCX_MEM_EVENTS", "n"),
+    var!("UCX_NET_DEVICES", "eth0"),
+    var!("UCX_TLS", "tcp"),
+    var!("KUBE_NODE_TYPE", "kube-gpu-node"),
+];
+
+/// Sets the per-GPU count of the profile's device.
+fn set_per_gpu(profile: &mut Profile<'_>, param: Param<'_>) {
+    if let (Some(device), Param::PerGpu(ratio)) = (&mut profile.device, param) {
+        device.count = DeviceCount::PerGpu(ratio);
+    }
+}
+
+/// Sets the device's resource name.
+fn set_resource<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    if let (Some(device), Param::Text(resource)) = (&mut profile.device, param) {
+        device.resource = resource;
+    }
+}
+
+/// The per-GPU key's [`Kind`] and the device count of a cloud whose default is `n` per GPU.
+fn per_gpu(n: u64) -> DeviceCount {
+    DeviceCount::PerGpu(Ratio::whole(n))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The tables themselves: names unique, every mount backed by a declared volume, every string
+    //! one the API server accepts, every key's change visible.
+    use super::*;
+    use crate::k8s_names::{is_dns1123_subdomain, is_qualified_name, is_qualified_name_part};
+    use crate::settings::profile_of;
+    use serde_json::json;
+    use std::collections::HashSet;
+
+    fn defaults() -> Vec<Profile<'static>> {
+        ALL.iter().map(|cloud| (cloud.profile)()).collect()
+    }
+
+    fn unique<'a>(what: &str, items: impl IntoIterator<Item = &'a str>) {
+        let mut seen = HashSet::new();
+        for item in items {
+            assert!(seen.insert(item), "{what} {item} appears twice");
+        }
+    }
+
+    #[test]
+    fn the_json_written_at_compile_time_is_what_serde_writes() {
+        for p in defaults() {
+            let sidecar = p.sidecar.iter().flat_map(|s| s.env);
+            for var in p.env.iter().chain(sidecar) {
+                assert_eq!(var.json, serde_json::to_string(var).unwrap());
+            }
+            let sidecar = p.sidecar.iter().flat_map(|s| s.mounts);
+            for mount in p.mounts.iter().chain(sidecar) {
+                assert_eq!(mount.json, serde_json::to_string(mount).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_paths_are_unique() {
+        for p in defaults() {
+            unique("env", p.env.iter().map(|e| e.name.as_ref()));
+            unique("mount name", p.mounts.iter().map(|m| m.volume));
+            unique("mount path", p.mounts.iter().map(|m| m.path.as_ref()));
+            unique("volume", p.volumes.iter().map(|v| v.name));
+            unique("annotation", p.annotations.iter().map(|a| a.0));
+            if let Some(sidecar) = &p.sidecar {
+                unique(
+                    "sidecar mount path",
+                    sidecar.mounts.iter().map(|m| m.path.as_ref()),
+                );
+            }
+        }
+        for cloud in ALL {
+            unique("key", cloud.keys.iter().map(|k| k.name));
+            if let Some(plugin) = cloud.plugin {
+                unique("built-in row", plugin.rows.iter().map(|r| r.instance_type));
+            }
+        }
+        unique("cloud", ALL.iter().map(|c| c.name));
+    }
+
+    #[test]
+    fn every_mount_names_a_declared_volume_and_every_volume_is_mounted() {
+        for p in defaults() {
+            let sidecar_mounts = p.sidecar.as_ref().map(|s| s.mounts).unwrap_or(&[]);
+            let mounted: HashSet<_> = p
+                .mounts
+                .iter()
+                .chain(sidecar_mounts)
+                .map(|m| m.volume)
+                .collect();
+            let declared: HashSet<_> = p.volumes.iter().map(|v| v.name).collect();
+            assert_eq!(mounted, declared);
+        }
+    }
+
+    #[test]
+    fn every_string_is_valid_kubernetes() {
+        for p in defaults() {
+            for e in &p.env {
+                let c_identifier = e
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                assert!(
+                    c_identifier && !e.name.starts_with(|c: char| c.is_ascii_digit()),
+                    "{}",
+                    e.name
+                );
+            }
+            for v in &p.volumes {
+                assert!(
+                    is_dns1123_subdomain(v.name) && v.name.len() <= 63,
+                    "{}",
+                    v.name
+                );
+            }
+            for m in &p.mounts {
+                assert!(m.path.starts_with('/'), "{}", m.path);
+            }
+            for (key, _) in &p.annotations {
+                assert!(is_qualified_name(key), "{key}");
+            }
+            if let Some(device) = &p.device {
+                assert!(is_qualified_name(&device.resource) && device.resource.contains('/'));
+            }
+            let sidecar = p.sidecar.as_ref().map(|s| s.capabilities).unwrap_or(&[]);
+            for cap in p
+                .capabilities
+                .iter()
+                .map(|c| c.as_ref())
+                .chain(sidecar.iter().copied())
+            {
+                assert!(
+                    !cap.starts_with("CAP_")
+                        && cap.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+                    "{cap}"
+                );
+            }
+        }
+        for cloud in ALL {
+            for row in cloud.plugin.iter().flat_map(|p| p.rows) {
+                assert!(
+                    is_qualified_name_part(row.instance_type),
+                    "{}",
+                    row.instance_type
+                );
+                assert!(row.gpus > 0 && row.devices <= 1024, "{}", row.instance_type);
+            }
+        }
+    }
+
+    #[test]
+    fn clouds_with_a_device_have_a_plugin_and_a_per_gpu_key() {
+        for cloud in ALL {
+            let device = (cloud.profile)().device;
+            assert_eq!(device.is_some(), cloud.plugin.is_some(), "{}", cloud.name);
+            if let Some(device) = device {
+                let key = cloud.key(device.per_gpu_key);
+                assert!(
+                    matches!(key.map(|k| k.kind), Some(Kind::PerGpu)),
+                    "{}",
+                    cloud.name
+                );
+                assert_eq!(device.cloud, cloud.name);
+            }
+        }
+    }
+
+    /// Every key, set to a value its kind accepts, changes the cloud's profile: a key whose
+    /// `apply` expected another kind of value would silently do nothing.
+    #[test]
+    fn every_key_changes_the_profile() {
+        for cloud in ALL {
+            for key in cloud.keys {
+                let value = match key.kind {
+                    Kind::PerGpu => json!(0.5),
+                    Kind::Whole { max, .. } => json!(max),
+                    Kind::Text { .. } | Kind::Optional { .. } => match key.name {
+                        "rdmaDeviceName" => json!("ib"),
+                        "ncclTopologyConfigMap" => json!("nccl-topo-ndv5"),
+                        "resourceName" => json!("nvidia.com/rdma-vf"),
+                        "network" => json!("default/rdma-vf"),
+                        "daemonImage" => json!("registry.example/daemon:2"),
+                        "efaLibraryPath" => json!("/opt/efa"),
+                        "cpuRequest" => json!("250m"),
+                        other => panic!("give {other} a test value"),
+                    },
+                    Kind::Texts { len, .. } => json!(vec!["vpc1"; len.unwrap_or(1)]),
+                };
+                let settings = json!({cloud.name: {"enabled": true, key.name: value}});
+                let changed = format!("{:?}", profile_of(settings));
+                assert_ne!(
+                    changed,
+                    format!("{:?}", (cloud.profile)()),
+                    "{}.{}",
+                    cloud.name,
+                    key.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn settings_env_replaces_in_place_removes_and_appends() {
+        let mut env = vec![var!("A", "1"), var!("B", "2"), var!("C", "3")];
+        let change = |name: &'static str, value: Option<&'static str>| EnvChange {
+            name: Cow::Borrowed(name),
+            value: value.map(Cow::Borrowed),
+        };
+        apply_env(
+            &mut env,
+            &[
+                change("B", Some("two")),
+                change("C", None),
+                change("D", Some("4")),
+                change("Z", None),
+            ],
+        );
+        let names: Vec<_> = env
+            .iter()
+            .map(|v| format!("{}={}", v.name, v.value))
+            .collect();
+        assert_eq!(names, ["A=1", "B=two", "D=4"]);
+        assert_eq!(env[1].json, r#"{"name":"B","value":"two"}"#);
+    }
+}

@@ -1,0 +1,93 @@
+//! OCI: SR-IOV virtual functions of the RDMA NICs, attached through Multus (behaviour.md §3.4).
+
+use std::borrow::Cow;
+
+use super::{
+    Cloud, Key, Kind, Param, Plugin, RDMA_BASE_HEAD, RDMA_BASE_TAIL, Row, SHARED_MEMORY_MOUNT,
+    empty, per_gpu, set_per_gpu, set_resource, shared_memory,
+};
+use crate::k8s_names::{is_extended_resource, is_network_reference};
+use crate::profile::{Device, EnvVar, Network, Profile, var};
+
+pub const OCI: Cloud = Cloud {
+    name: "oci",
+    keys: &[
+        Key {
+            name: "rdmaDevicesPerGPU",
+            kind: Kind::PerGpu,
+            apply: set_per_gpu,
+        },
+        Key {
+            name: "resourceName",
+            kind: Kind::Text {
+                valid: is_extended_resource,
+                what: "an extended resource name with a domain prefix, such as nvidia.com/rdma-vf",
+            },
+            apply: set_resource,
+        },
+        Key {
+            name: "network",
+            kind: Kind::Text {
+                valid: is_network_reference,
+                what: "a network attachment as name or namespace/name (lowercase letters, digits and '-')",
+            },
+            apply: set_network,
+        },
+    ],
+    exclusive: &[],
+    profile,
+    plugin: Some(Plugin {
+        resource: "nvidia.com/rdma-vf",
+        // One virtual function per RDMA physical function: 16 on the dual-port shapes, 8 on the
+        // single-port ones (oracle-quickstart/oci-hpc-oke
+        // `docs/using-rdma-network-interfaces-in-manifests.md` and
+        // `manifests/nccl-tests/kueue/virtual-functions/BM.GPU.*.yaml`, 2026-07).
+        rows: &[
+            row("BM.GPU4.8", 16),
+            row("BM.GPU.A100-v2.8", 16),
+            row("BM.GPU.B4.8", 16),
+            row("BM.GPU.H100.8", 16),
+            row("BM.GPU.B300.8", 16),
+            row("BM.GPU.H200.8", 8),
+            row("BM.GPU.B200.8", 8),
+        ],
+    }),
+};
+
+const ENV_TUNING: &[EnvVar<'static>] = &[
+    var!("NCCL_IB_TC", "41"),
+    var!("NCCL_IB_SL", "0"),
+    var!("NCCL_IB_QPS_PER_CONNECTION", "4"),
+    var!("NCCL_IB_GID_INDEX", "3"),
+    var!("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
+];
+
+const fn row(instance_type: &'static str, devices: u64) -> Row {
+    Row {
+        instance_type,
+        devices,
+        gpus: 8,
+    }
+}
+
+fn profile() -> Profile<'static> {
+    Profile {
+        device: Some(Device {
+            resource: Cow::Borrowed("nvidia.com/mlnxnics"),
+            count: per_gpu(8),
+            cloud: "oci",
+            per_gpu_key: "rdmaDevicesPerGPU",
+        }),
+        env: [RDMA_BASE_HEAD, RDMA_BASE_TAIL, ENV_TUNING].concat(),
+        mounts: vec![SHARED_MEMORY_MOUNT],
+        volumes: vec![shared_memory()],
+        network: Some(Network(Cow::Borrowed("network-operator/sriov-net"))),
+        ..empty()
+    }
+}
+
+fn set_network<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    if let Param::Text(network) = param {
+        profile.network = Some(Network(network));
+    }
+}
