@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use multinode_networking_policy::admission::{self, Verdict};
 use multinode_networking_policy::quantity;
-use multinode_networking_policy::settings::Config;
+use multinode_networking_policy::settings;
 use proptest::prelude::*;
 use proptest::sample::{Index, select, subsequence};
 use serde_json::{Map, Value, json};
@@ -109,7 +109,9 @@ const DEVICE_RESOURCES: &[&str] = &[
     "vpc.amazonaws.com/efa",
     "rdma/hca_shared_devices_a",
     "rdma/ib",
+    "rdma/shared_ib",
     "nvidia.com/mlnxnics",
+    "nvidia.com/rdma-vf",
     "example.com/fpga",
 ];
 const CAPABILITIES: &[&str] = &[
@@ -560,6 +562,55 @@ fn annotations_part() -> impl Strategy<Value = AnnotationPlan> {
         )
 }
 
+/// Instance types: the built-in tables' own, ones the settings below add, and unknown ones.
+const INSTANCE_TYPES: &[&str] = &[
+    "p4d.24xlarge",
+    "p5.48xlarge",
+    "p5en.48xlarge",
+    "Standard_ND96isr_H100_v5",
+    "BM.GPU.H100.8",
+    "BM.GPU.H200.8",
+    "custom.gpu-8",
+    "g5.48xlarge",
+    "ml.p5.48xlarge",
+];
+const INSTANCE_LABELS: &[&str] = &[
+    "node.kubernetes.io/instance-type",
+    "beta.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+];
+
+/// Where the pod may run (behaviour.md §3.5): a node selector, a required node affinity of one or
+/// more terms, or something of the wrong shape; as `(field, value)` of the spec.
+fn placement_part() -> BoxedStrategy<Option<(&'static str, Value)>> {
+    let expression = (
+        select(INSTANCE_LABELS),
+        select(&["In", "In", "NotIn", "Exists"][..]),
+        subsequence(INSTANCE_TYPES, 0..3),
+    )
+        .prop_map(
+            |(key, operator, values)| json!({"key": key, "operator": operator, "values": values}),
+        );
+    let term = proptest::collection::vec(expression, 0..3)
+        .prop_map(|expressions| json!({"matchExpressions": expressions}));
+    prop_oneof![
+        3 => Just(None),
+        3 => (select(&INSTANCE_LABELS[..2]), select(INSTANCE_TYPES))
+            .prop_map(|(key, t)| Some(("nodeSelector", json!({key: t, "kubernetes.io/os": "linux"})))),
+        3 => proptest::collection::vec(term, 1..3).prop_map(|terms| Some((
+            "affinity",
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}),
+        ))),
+        1 => select(vec![
+            ("nodeSelector", json!("p5.48xlarge")),
+            ("nodeSelector", json!({"node.kubernetes.io/instance-type": 5})),
+            ("affinity", json!({"nodeAffinity": [1]})),
+            ("affinity", json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": "p5.48xlarge"}]}]}}})),
+        ]).prop_map(Some),
+    ]
+    .boxed()
+}
+
 fn pod_security_part() -> impl Strategy<Value = Option<Value>> {
     proptest::option::of(select(vec![
         json!({}),
@@ -584,6 +635,7 @@ fn pod(trigger: String) -> impl Strategy<Value = Value> {
         nulls(POD_NULLS),
         // A Windows pod (`spec.os.name: windows`) now and then.
         proptest::bool::weighted(0.03),
+        placement_part(),
     )
         .prop_map(
             move |(
@@ -598,6 +650,7 @@ fn pod(trigger: String) -> impl Strategy<Value = Value> {
                 status,
                 nulls,
                 windows,
+                placement,
             )| {
                 let mut pod = build_pod(
                     &trigger,
@@ -611,6 +664,11 @@ fn pod(trigger: String) -> impl Strategy<Value = Value> {
                     meta_unknown,
                     status,
                 );
+                if let Some((field, value)) = placement {
+                    if let Some(spec) = pod["spec"].as_object_mut() {
+                        spec.insert(field.into(), value);
+                    }
+                }
                 set_nulls(&mut pod, &nulls);
                 if windows {
                     pod["spec"]["os"] = json!({"name": "windows"});
@@ -846,34 +904,141 @@ fn corrupt(mut pod: Value, corruptions: &Corruptions) -> Value {
 // ---------------------------------------------------------------------------------------------
 // Settings.
 
-fn per_gpu() -> impl Strategy<Value = Option<u64>> {
+fn per_gpu() -> impl Strategy<Value = Option<Value>> {
     prop_oneof![
         2 => Just(None),
-        4 => (1u64..=8).prop_map(Some),
-        1 => Just(Some(16)),
-        1 => Just(Some(64)),
+        4 => (1u64..=8).prop_map(|n| Some(n.into())),
+        1 => Just(Some(16.into())),
+        1 => Just(Some(64.into())),
+        2 => select(vec![json!(0.5), json!(1.5), json!(0.25), json!(0.000001)]).prop_map(Some),
     ]
 }
 
-/// Valid settings for one of the four clouds, and the trigger annotation they name.
-fn valid_settings() -> impl Strategy<Value = (Value, String)> {
-    let cloud = prop_oneof![
-        per_gpu().prop_map(|n| {
-            let mut block = json!({"enabled": true});
-            if let Some(n) = n {
-                block["efaDevicesPerGPU"] = n.into();
-            }
-            ("aws", block)
+/// A settings `env` map: replacing, removing and adding variables (behaviour.md §3.6).
+fn env_setting() -> BoxedStrategy<Option<Value>> {
+    proptest::option::weighted(
+        0.4,
+        proptest::collection::btree_map(
+            select(
+                &[
+                    "FI_EFA_USE_HUGE_PAGE",
+                    "NCCL_SOCKET_IFNAME",
+                    "NCCL_IB_TC",
+                    "NCCL_ALGO",
+                    "NCCL_PROTO",
+                    "UCX_TLS",
+                    "NCCL_IB_HCA",
+                    "FI_PROVIDER",
+                    "MASTER_ADDR",
+                ][..],
+            ),
+            select(vec![
+                Value::Null,
+                json!("1"),
+                json!("mlx5"),
+                json!("Simple,LL128"),
+                json!(""),
+            ]),
+            0..4,
+        )
+        .prop_map(|map| Value::Object(map.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+    )
+    .boxed()
+}
+
+/// An `instanceTypes` map (behaviour.md §1.2), some rows replacing built-in ones.
+fn instance_types_setting() -> impl Strategy<Value = Option<Value>> {
+    let row = (0u64..=32, select(&[1u64, 4, 8][..]), env_setting()).prop_map(|(d, p, env)| {
+        let mut row = json!({"devicesPerNode": d, "gpusPerNode": p});
+        if let Some(env) = env {
+            row["env"] = env;
+        }
+        row
+    });
+    proptest::option::weighted(
+        0.4,
+        proptest::collection::btree_map(select(INSTANCE_TYPES), row, 1..4).prop_map(|map| {
+            Value::Object(map.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
         }),
+    )
+}
+
+/// The keys every cloud block may have, added to `block`.
+fn common_keys(
+    mut block: Value,
+    env: Option<Value>,
+    capabilities: Option<Value>,
+    instance_types: Option<Value>,
+) -> Value {
+    if let Some(env) = env {
+        block["env"] = env;
+    }
+    if let Some(capabilities) = capabilities {
+        block["capabilities"] = capabilities;
+    }
+    if let Some(types) = instance_types {
+        block["instanceTypes"] = types;
+    }
+    block
+}
+
+fn capabilities_setting() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(
+        0.3,
+        select(vec![
+            json!([]),
+            json!(["IPC_LOCK"]),
+            json!(["SYS_NICE", "cap_ipc_lock"]),
+            json!(["SYS_ADMIN"]),
+        ]),
+    )
+}
+
+/// Valid settings for one of the four clouds, and the trigger annotation they name.
+fn valid_settings() -> BoxedStrategy<(Value, String)> {
+    let common = || {
+        (
+            env_setting(),
+            capabilities_setting(),
+            instance_types_setting(),
+        )
+    };
+    let cloud = prop_oneof![
         (
             per_gpu(),
-            proptest::option::of(select(&["hca_shared_devices_a", "ib"][..])),
-            proptest::option::of(select(&["nccl-topo", "nccl-topo-h100"][..])),
+            proptest::option::weighted(
+                0.3,
+                select(vec![Value::Null, json!(""), json!("/opt/efa")])
+            ),
+            proptest::option::weighted(0.2, select(vec![Value::Null, json!("250m")])),
+            common(),
         )
-            .prop_map(|(n, device, topology)| {
+            .prop_map(|(n, library, cpu, (env, caps, types))| {
                 let mut block = json!({"enabled": true});
                 if let Some(n) = n {
-                    block["rdmaDevicesPerGPU"] = n.into();
+                    block["efaDevicesPerGPU"] = n;
+                }
+                if let Some(library) = library {
+                    block["efaLibraryPath"] = library;
+                }
+                if let Some(cpu) = cpu {
+                    block["cpuRequest"] = cpu;
+                }
+                ("aws", common_keys(block, env, caps, types))
+            }),
+        (
+            prop_oneof![
+                3 => per_gpu().prop_map(|n| n.map(|n| ("rdmaDevicesPerGPU", n))),
+                1 => (1u64..=2).prop_map(|n| Some(("rdmaDevicesPerContainer", n.into()))),
+            ],
+            proptest::option::of(select(&["hca_shared_devices_a", "ib", "shared_ib"][..])),
+            proptest::option::of(select(&["nccl-topo", "nccl-topo-h100"][..])),
+            common(),
+        )
+            .prop_map(|(count, device, topology, (env, caps, types))| {
+                let mut block = json!({"enabled": true});
+                if let Some((key, n)) = count {
+                    block[key] = n;
                 }
                 if let Some(d) = device {
                     block["rdmaDeviceName"] = d.into();
@@ -881,16 +1046,61 @@ fn valid_settings() -> impl Strategy<Value = (Value, String)> {
                 if let Some(t) = topology {
                     block["ncclTopologyConfigMap"] = t.into();
                 }
-                ("azure", block)
+                ("azure", common_keys(block, env, caps, types))
             }),
-        Just(("gcp", json!({"enabled": true}))),
-        per_gpu().prop_map(|n| {
-            let mut block = json!({"enabled": true});
-            if let Some(n) = n {
-                block["rdmaDevicesPerGPU"] = n.into();
-            }
-            ("oci", block)
-        }),
+        (
+            proptest::option::weighted(
+                0.3,
+                Just(json!([
+                    "vpc1", "vpc2", "vpc3", "vpc4", "vpc5", "vpc6", "vpc7", "vpc8"
+                ]))
+            ),
+            proptest::option::weighted(
+                0.3,
+                Just(json!(
+                    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
+                ))
+            ),
+            proptest::option::weighted(0.3, select(vec![json!([]), json!(["--num_hops=2"])])),
+            env_setting(),
+            capabilities_setting(),
+        )
+            .prop_map(|(networks, image, flags, env, caps)| {
+                let mut block = json!({"enabled": true});
+                for (key, value) in [
+                    ("networks", networks),
+                    ("daemonImage", image),
+                    ("daemonFlags", flags),
+                ] {
+                    if let Some(value) = value {
+                        block[key] = value;
+                    }
+                }
+                ("gcp", common_keys(block, env, caps, None))
+            }),
+        (
+            per_gpu(),
+            proptest::option::weighted(
+                0.3,
+                select(&["nvidia.com/rdma-vf", "nvidia.com/mlnxnics"][..])
+            ),
+            proptest::option::weighted(0.3, select(&["default/rdma-vf", "rdma-vf"][..])),
+            common(),
+        )
+            .prop_map(|(n, resource, network, (env, caps, types))| {
+                let mut block = json!({"enabled": true});
+                if let Some(n) = n {
+                    block["rdmaDevicesPerGPU"] = n;
+                }
+                if let Some(r) = resource {
+                    block["resourceName"] = r.into();
+                }
+                if let Some(n) = network {
+                    block["network"] = n.into();
+                }
+                ("oci", common_keys(block, env, caps, types))
+            })
+            .boxed(),
     ];
     (
         cloud,
@@ -925,6 +1135,9 @@ fn valid_settings() -> impl Strategy<Value = (Value, String)> {
                 trigger.unwrap_or(TRIGGER).to_string(),
             )
         })
+        // Boxed: the strategy's nested types otherwise make frames that overflow the test
+        // thread's stack in debug builds.
+        .boxed()
 }
 
 /// Valid settings, and a pod (maybe corrupted) that mostly opts in under them.
@@ -945,6 +1158,21 @@ const SETTINGS_KEYS: &[&str] = &[
     "rdmaDevicesPerGPU",
     "rdmaDeviceName",
     "ncclTopologyConfigMap",
+    "rdmaDevicesPerContainer",
+    "efaLibraryPath",
+    "cpuRequest",
+    "resourceName",
+    "network",
+    "networks",
+    "daemonImage",
+    "daemonFlags",
+    "env",
+    "capabilities",
+    "instanceTypes",
+    "devicesPerNode",
+    "gpusPerNode",
+    "p5.48xlarge",
+    "NCCL_IB_TC",
     "triggerAnnotation",
     "ownerKinds",
     "ownerApiGroups",
@@ -959,8 +1187,22 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
         (-1e20f64..1e20).prop_map(Value::from),
-        select(&["", "true", "4", "x/y", "Bad_Name", "nccl-topo", "-1", "1.5"][..])
-            .prop_map(Value::from),
+        select(
+            &[
+                "",
+                "true",
+                "4",
+                "x/y",
+                "Bad_Name",
+                "nccl-topo",
+                "-1",
+                "1.5",
+                "/opt/efa",
+                "100m",
+                "--num_hops=2"
+            ][..]
+        )
+        .prop_map(Value::from),
         "\\PC{0,12}".prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
@@ -1394,7 +1636,7 @@ proptest! {
             &serde_json::to_vec(&settings).unwrap(),
         )).unwrap();
         let valid = checked["valid"].as_bool().unwrap();
-        prop_assert_eq!(valid, Config::from_value(&settings).is_ok());
+        prop_assert_eq!(valid, settings::check(&settings.to_string()).is_ok());
         // Settings refused at load are refused on every pod; settings accepted at load never are.
         let refused = answer["message"]
             .as_str()
