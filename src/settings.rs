@@ -518,10 +518,13 @@ impl Reader {
                     continue;
                 }
             };
-            changes.retain(|change| change.name != name);
-            changes.push(EnvChange { name, value });
+            // Kept sorted as it is built; a repeated name replaces the earlier value.
+            let change = EnvChange { name, value };
+            match changes.binary_search_by(|c| c.name.cmp(&change.name)) {
+                Ok(at) => changes[at] = change,
+                Err(at) => changes.insert(at, change),
+            }
         }
-        changes.sort_by(|a, b| a.name.cmp(&b.name));
         changes
     }
 

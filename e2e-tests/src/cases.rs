@@ -1,5 +1,6 @@
-//! Data-driven cases: YAML files of `{settings, operation, kind, object, expect}` run against the
-//! compiled policy. The expected pods are written by hand from SPEC.md, never copied from output.
+//! Data-driven cases: YAML files of `{settings | settings_file, operation, kind, object, expect}`
+//! run against the compiled policy. The expected pods are written by hand from
+//! `docs/behaviour.md`, never copied from output.
 
 use std::path::{Path, PathBuf};
 
@@ -69,6 +70,29 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
     })
 }
 
+/// `settings_file: path` (from the repository's root) in place of `settings`: the case runs with
+/// a file users copy, such as `examples/settings/vendor/aws.yaml`, as it is in the repository.
+fn settings_from_file(case: &mut serde_yaml::Value) -> Result<()> {
+    let Some(map) = case.as_mapping_mut() else {
+        return Ok(());
+    };
+    let Some(path) = map.remove("settings_file") else {
+        return Ok(());
+    };
+    let path = path.as_str().context("settings_file must be a path")?;
+    ensure!(
+        !map.contains_key("settings"),
+        "a case has settings or settings_file, not both"
+    );
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let settings: serde_yaml::Value =
+        serde_yaml::from_str(&text).with_context(|| format!("{path} is not YAML"))?;
+    map.insert("settings".into(), settings);
+    Ok(())
+}
+
 /// Every `*.yaml` below `dir`, each a stream of documents of type `T`, in path order.
 pub fn load<T: for<'de> Deserialize<'de>>(dir: &Path) -> Result<Vec<(PathBuf, T)>> {
     let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
@@ -82,11 +106,12 @@ pub fn load<T: for<'de> Deserialize<'de>>(dir: &Path) -> Result<Vec<(PathBuf, T)
     for file in files {
         let text = std::fs::read_to_string(&file)?;
         for document in serde_yaml::Deserializer::from_str(&text) {
-            let value = serde_yaml::Value::deserialize(document)
+            let mut value = serde_yaml::Value::deserialize(document)
                 .with_context(|| format!("{}", file.display()))?;
             if value.is_null() {
                 continue;
             }
+            settings_from_file(&mut value).with_context(|| format!("{}", file.display()))?;
             let case = serde_yaml::from_value(value)
                 .with_context(|| format!("a case in {}", file.display()))?;
             cases.push((file.clone(), case));
