@@ -85,8 +85,8 @@ fn settings_from_file(case: &mut serde_yaml::Value) -> Result<()> {
         "a case has settings or settings_file, not both"
     );
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
     let settings: serde_yaml::Value =
         serde_yaml::from_str(&text).with_context(|| format!("{path} is not YAML"))?;
     map.insert("settings".into(), settings);

@@ -1,11 +1,13 @@
 //! Structured: the fuzzer's bytes become an opted-in pod, so that it spends its time in the merge
 //! engine instead of in the envelope and the trigger.
 //!
-//! Input: one byte choosing the cloud (`b % 4`: aws, azure, gcp, oci) and its per-GPU count
-//! (`1 + (b >> 2) % 16`), then the pod as JSON. A pod that is a JSON object gets the trigger
-//! annotation and a Volcano owner where its metadata can hold them; it is then sent as a Pod
-//! CREATE with valid settings. Beyond "no panic", a mutation must only add to the pod (the rule
-//! of `tests/support/patch_rule.rs`) and a second pass over it must change nothing.
+//! Input: the settings as JSON, a NUL byte, then the pod as JSON; the seeds carry every e2e
+//! case's settings (the vendor files among them), so the fuzzer varies settings and pod alike.
+//! Settings that `validate_settings` refuses are skipped: the policy server never loads them. A
+//! pod that is a JSON object gets the trigger annotation and a Volcano owner where its metadata
+//! can hold them; it is then sent as a Pod CREATE. Beyond "no panic", a mutation must only add to
+//! the pod (the rule of `tests/support/patch_rule.rs`) and a second pass over it must change
+//! nothing.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -17,14 +19,13 @@ mod patch_rule;
 
 const TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 
-fn settings(selector: u8) -> Value {
-    let per_gpu = 1 + u64::from(selector >> 2) % 16;
-    match selector % 4 {
-        0 => json!({"aws": {"enabled": true, "efaDevicesPerGPU": per_gpu}}),
-        1 => json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": per_gpu}}),
-        2 => json!({"gcp": {"enabled": true}}),
-        _ => json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": per_gpu}}),
+/// Settings the policy server would load.
+fn settings(json: &[u8]) -> Option<Value> {
+    let answer: Value = serde_json::from_slice(&admission::validate_settings(json)).ok()?;
+    if answer["valid"] != true {
+        return None;
     }
+    serde_json::from_slice(json).ok()
 }
 
 /// Opts the pod in where its metadata is an object (or absent); leaves other shapes as they are.
@@ -68,14 +69,16 @@ fn payload(pod: &Value, settings: &Value) -> Vec<u8> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&selector, rest)) = data.split_first() else {
+    let Some(split) = data.iter().position(|b| *b == 0) else {
         return;
     };
-    let Ok(mut pod) = serde_json::from_slice::<Value>(rest) else {
+    let Some(settings) = settings(&data[..split]) else {
+        return;
+    };
+    let Ok(mut pod) = serde_json::from_slice::<Value>(&data[split + 1..]) else {
         return;
     };
     opt_in(&mut pod);
-    let settings = settings(selector);
     let bytes = payload(&pod, &settings);
     let verdict = admission::evaluate(&bytes);
     let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).expect("JSON answer");

@@ -158,6 +158,7 @@ fn scaling(bench: &Bench<'_>, grid: &[(usize, usize)]) -> Result<()> {
         let case = Case {
             name: format!("scaling {containers}x{env}"),
             cloud: SCALING_CLOUD,
+            settings: settings(SCALING_CLOUD)?,
             pod: stress_pod(containers, env),
             expect: Expect::Mutate,
         };
@@ -441,7 +442,9 @@ enum Expect {
 
 struct Case {
     name: String,
+    /// Which settings, as the table shows them.
     cloud: &'static str,
+    settings: Value,
     pod: Value,
     expect: Expect,
 }
@@ -458,27 +461,65 @@ impl Case {
             request.remove("name");
         }
         Ok(serde_json::to_vec(
-            &json!({"request": request, "settings": settings(self.cloud)?}),
+            &json!({"request": request, "settings": self.settings}),
         )?)
     }
 }
 
 /// The example settings of `cloud` (`examples/settings/<cloud>.yaml`).
 fn settings(cloud: &str) -> Result<Value> {
+    example(&format!("{cloud}.yaml"))
+}
+
+fn example(file: &str) -> Result<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/settings")
-        .join(format!("{cloud}.yaml"));
+        .join(file);
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
     Ok(serde_yaml::from_str(&text)?)
 }
 
+/// The largest settings a cluster is likely to have: OCI's vendor file (seven shapes with their
+/// env) grown to 20 instance types, each with env, and ten more env changes.
+fn largest_settings() -> Result<Value> {
+    let mut settings = example("vendor/oci.yaml")?;
+    let oci = &mut settings["oci"];
+    let types = oci["instanceTypes"]
+        .as_object_mut()
+        .context("instanceTypes")?;
+    for i in types.len()..20 {
+        types.insert(
+            format!("BM.GPU.X{i}.8"),
+            json!({"devicesPerNode": 16, "gpusPerNode": 8,
+                   "env": {"NCCL_IB_QPS_PER_CONNECTION": "2", "NCCL_SOCKET_IFNAME": "eth0"}}),
+        );
+    }
+    let env = oci["env"].as_object_mut().context("env")?;
+    for i in 0..10 {
+        env.insert(format!("TRAINING_SETTING_{i}"), json!(format!("value-{i}")));
+    }
+    Ok(settings)
+}
+
 fn cases() -> Result<Vec<Case>> {
-    let case = |name: &str, cloud, pod, expect| Case {
-        name: name.to_string(),
-        cloud,
-        pod,
-        expect,
+    let case = |name: &str, cloud: &'static str, pod, expect| -> Result<Case> {
+        Ok(Case {
+            name: name.to_string(),
+            cloud,
+            settings: settings(cloud)?,
+            pod,
+            expect,
+        })
+    };
+    let largest = |name: &str, pod, expect| -> Result<Case> {
+        Ok(Case {
+            name: name.to_string(),
+            cloud: "oci, largest",
+            settings: largest_settings()?,
+            pod,
+            expect,
+        })
     };
     let mut not_opted_in_worker = pytorchjob_worker();
     not_opted_in_worker["metadata"]["annotations"]
@@ -496,67 +537,82 @@ fn cases() -> Result<Vec<Case>> {
         .context("annotations")?
         .remove(TRIGGER);
 
+    let mut not_opted_in_volcano = volcano_worker();
+    not_opted_in_volcano["metadata"]["annotations"]
+        .as_object_mut()
+        .context("annotations")?
+        .remove(TRIGGER);
     Ok(vec![
         case(
             "not opted in: Deployment pod",
             "aws",
             deployment_pod(),
             Expect::Accept,
-        ),
+        )?,
         case(
             "not opted in: 8-GPU worker without the annotation",
             "aws",
             not_opted_in_worker,
             Expect::Accept,
-        ),
+        )?,
         case(
             "not opted in: 1,000 containers",
             SCALING_CLOUD,
             idle_1000,
             Expect::Accept,
-        ),
+        )?,
         case(
             "8-GPU worker (Kubeflow PyTorchJob)",
             "aws",
             pytorchjob_worker(),
             Expect::Mutate,
-        ),
+        )?,
         case(
             "8-GPU worker (Kubeflow MPIJob)",
             "azure",
             mpijob_worker(),
             Expect::Mutate,
-        ),
+        )?,
         case(
             "8-GPU worker (JobSet)",
             "gcp",
             jobset_worker(),
             Expect::Mutate,
-        ),
+        )?,
         case(
             "8-GPU worker (Volcano Job)",
             "oci",
             volcano_worker(),
             Expect::Mutate,
-        ),
+        )?,
         case(
             "30 containers, 1 GPU each",
             SCALING_CLOUD,
             stress_pod(30, 0),
             Expect::Mutate,
-        ),
+        )?,
         case(
             "8-GPU worker, 200 env entries",
             "gcp",
             many_env,
             Expect::Mutate,
-        ),
+        )?,
         case(
             "1,000 containers, 1 GPU each",
             SCALING_CLOUD,
             stress_pod(1000, 0),
             Expect::Mutate,
-        ),
+        )?,
+        largest(
+            "not opted in: 8-GPU worker, largest settings",
+            not_opted_in_volcano,
+            Expect::Accept,
+        )?,
+        largest(
+            "8-GPU worker (Volcano Job), largest settings",
+            volcano_worker(),
+            Expect::Mutate,
+        )?,
     ])
 }
 

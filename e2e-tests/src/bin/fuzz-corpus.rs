@@ -1,6 +1,7 @@
 //! Writes the seed corpus of the fuzz targets (`make fuzz-corpus`) from the end-to-end cases:
 //! every case's request as a `validate` payload, every settings block as a `validate_settings`
-//! input, and every pod (and every expected mutated pod) as an `opted_in` input. File names are
+//! input, and every pod (and every expected mutated pod) with its case's settings as an
+//! `opted_in` input (settings, a NUL byte, the pod). File names are
 //! content hashes, so running it again adds nothing new.
 //!
 //! Usage: `fuzz-corpus [DIR]`, DIR defaulting to `fuzz/corpus`.
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use e2e_tests::admission_request;
 use e2e_tests::cases::{self, Case, SettingsCase};
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn main() -> Result<()> {
     let out = PathBuf::from(
@@ -28,9 +29,9 @@ fn main() -> Result<()> {
             &out.join("validate_settings"),
             &serde_json::to_vec(&case.settings)?,
         )?;
-        let selector = selector(&case.settings);
         for pod in std::iter::once(&case.object).chain(case.expect.pod.as_ref()) {
-            let mut input = vec![selector];
+            let mut input = serde_json::to_vec(&case.settings)?;
+            input.push(0);
             input.extend(serde_json::to_vec(pod)?);
             written += write(&out.join("opted_in"), &input)?;
         }
@@ -43,21 +44,6 @@ fn main() -> Result<()> {
     }
     println!("{written} new seed inputs under {}", out.display());
     Ok(())
-}
-
-/// The `opted_in` target's first byte for these settings: the cloud, and its per-GPU count.
-fn selector(settings: &Value) -> u8 {
-    let clouds = ["aws", "azure", "gcp", "oci"];
-    let cloud = clouds
-        .iter()
-        .position(|c| settings[c]["enabled"] == true)
-        .unwrap_or(0);
-    let block = &settings[clouds[cloud]];
-    let per_gpu = ["efaDevicesPerGPU", "rdmaDevicesPerGPU"]
-        .iter()
-        .find_map(|k| block[k].as_u64())
-        .unwrap_or(1);
-    (cloud as u8) | ((per_gpu.saturating_sub(1) % 16) as u8) << 2
 }
 
 /// Writes `bytes` under a name from their FNV-1a hash; 1 if the file is new.
