@@ -3,9 +3,9 @@
 //! camelCase JSON that both read from a module's `io.kubewarden.metadata` section.
 //!
 //! The field names, their order, their defaults and which of them are left out when absent are
-//! those of policy-evaluator's `Metadata` (kubewarden-controller, `crates/policy-evaluator/src/
-//! policy_metadata.rs`), so a module annotated here carries the JSON `kwctl annotate` would write,
-//! less the `io.kubewarden.kwctl` annotation that records a kwctl version.
+//! those of the `Metadata` type of Kubewarden's policy-evaluator crate, which kwctl and the policy
+//! server share, so a module annotated here carries the JSON `kwctl annotate` would write, less
+//! the `io.kubewarden.kwctl` annotation that records a kwctl version.
 
 use std::collections::{BTreeMap, BTreeSet};
 
