@@ -4,6 +4,7 @@ WASM_TARGET := wasm32-wasip1
 CRATE       := multinode_networking_policy
 MODULE      := target/$(WASM_TARGET)/release/$(CRATE).wasm
 SOURCES     := $(wildcard src/*.rs) Cargo.toml Cargo.lock
+PUBLISHER   := $(wildcard publish/src/*.rs) publish/Cargo.toml
 CARGO       ?= cargo
 CLOUD       ?= aws
 POD         ?=
@@ -11,7 +12,7 @@ SETTINGS    ?=
 KWCTL       ?= kwctl
 
 .PHONY: all
-all: policy.wasm
+all: annotated-policy.wasm
 
 .PHONY: wasm-target
 wasm-target:
@@ -21,18 +22,25 @@ policy.wasm: $(SOURCES) | wasm-target
 	$(CARGO) build --locked --release --target $(WASM_TARGET) -p multinode-networking-policy
 	cp $(MODULE) policy.wasm
 
+# What the policy server loads: policy.wasm with policy-metadata.yml, its own protocol_version
+# answer and this README in its io.kubewarden.metadata section, written by the publish tool
+# (no kwctl needed). The policy server refuses policy.wasm itself.
+annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(PUBLISHER)
+	$(CARGO) run --locked -q -p publish -- annotate -m policy-metadata.yml -u README.md \
+		-o annotated-policy.wasm policy.wasm
+
 # The main job: the policy, through the same wasmtime host as the tests, on an example pod.
 .PHONY: preview
-preview: policy.wasm
-	$(CARGO) run --locked -q -p e2e-tests --bin preview -- --cloud $(CLOUD) \
+preview: annotated-policy.wasm
+	$(CARGO) run --locked -q -p e2e-tests --bin preview -- --module $(CURDIR)/annotated-policy.wasm --cloud $(CLOUD) \
 		$(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
 
 # Benchmarks (not tests): the policy against a baseline module on the same SDK (BENCHMARKS.md).
 # The host is built with the bench-host profile: optimized, without the module's slow lto.
 .PHONY: bench
-bench: policy.wasm | wasm-target
+bench: annotated-policy.wasm | wasm-target
 	$(CARGO) build --locked --release --target $(WASM_TARGET) -p baseline-policy
-	$(CARGO) run --locked -q --profile bench-host -p e2e-tests --bin bench -- --policy policy.wasm \
+	$(CARGO) run --locked -q --profile bench-host -p e2e-tests --bin bench -- --policy annotated-policy.wasm \
 		--baseline target/$(WASM_TARGET)/release/baseline_policy.wasm $(BENCH_ARGS)
 
 .PHONY: test
@@ -42,15 +50,19 @@ test: fmt-check lint unit-tests e2e-tests registry-test
 unit-tests:
 	$(CARGO) test --locked -p multinode-networking-policy
 
+# The annotated module, the one users deploy; policy.wasm to compare its answers with.
 .PHONY: e2e-tests
-e2e-tests: policy.wasm
-	POLICY_WASM=$(CURDIR)/policy.wasm $(CARGO) test --locked -p e2e-tests
+e2e-tests: annotated-policy.wasm policy.wasm
+	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
+		$(CARGO) test --locked -p e2e-tests
 
-# Pushes policy.wasm to a real registry (Debian's docker-registry on 127.0.0.1, installed if
-# missing) and pulls it back; the script stops the registries it started.
+# The publish tool's tests: annotation, and a push of the annotated module to a real registry
+# (Debian's docker-registry on 127.0.0.1, installed if missing) pulled back; the script stops
+# the registries it started.
 .PHONY: registry-test
-registry-test: policy.wasm
-	CARGO="$(CARGO)" POLICY_WASM=$(CURDIR)/policy.wasm bash publish/registry-test.sh
+registry-test: annotated-policy.wasm policy.wasm
+	CARGO="$(CARGO)" POLICY_WASM=$(CURDIR)/annotated-policy.wasm \
+		PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm bash publish/registry-test.sh
 
 .PHONY: rust-tools
 rust-tools:
@@ -69,20 +81,21 @@ fmt-check: rust-tools
 lint: rust-tools
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
-# Embeds policy-metadata.yml and the README into the module, as `kwctl push` expects.
-annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
-	$(KWCTL) annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
-
-# Publishes policy.wasm as an OCI artifact with Kubewarden's media types, for `registry://` module
-# URLs: make push REGISTRY=host/repo:tag (OCI_USERNAME/OCI_PASSWORD for credentials).
+# Publishes annotated-policy.wasm as an OCI artifact with Kubewarden's media types, for
+# `registry://` module URLs: make push REGISTRY=host/repo:tag (OCI_USERNAME/OCI_PASSWORD for
+# credentials).
 .PHONY: push
-push: registry-given policy.wasm
-	$(CARGO) run --locked -q -p publish -- push policy.wasm $(REGISTRY)
+push: registry-given annotated-policy.wasm
+	$(CARGO) run --locked -q -p publish -- push annotated-policy.wasm $(REGISTRY)
 
-# The same with kwctl, for machines that have it: pushes the annotated module.
+# The same with kwctl, for machines that have it: kwctl annotate, then kwctl push. Its own file
+# name, so that it never stands in for the annotated-policy.wasm the rule above writes.
+kwctl-annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
+	$(KWCTL) annotate -m policy-metadata.yml -u README.md -o kwctl-annotated-policy.wasm policy.wasm
+
 .PHONY: kwctl-push
-kwctl-push: registry-given annotated-policy.wasm
-	$(KWCTL) push annotated-policy.wasm registry://$(patsubst registry://%,%,$(REGISTRY))
+kwctl-push: registry-given kwctl-annotated-policy.wasm
+	$(KWCTL) push kwctl-annotated-policy.wasm registry://$(patsubst registry://%,%,$(REGISTRY))
 
 .PHONY: registry-given
 registry-given:
@@ -117,4 +130,4 @@ fuzz: fuzz-tools fuzz-corpus
 .PHONY: clean
 clean:
 	$(CARGO) clean
-	rm -f policy.wasm annotated-policy.wasm
+	rm -f policy.wasm annotated-policy.wasm kwctl-annotated-policy.wasm

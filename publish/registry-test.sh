@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Pushes policy.wasm to a real OCI registry and pulls it back (publish/tests/registry.rs).
+# Pushes annotated-policy.wasm to a real OCI registry and pulls it back
+# (publish/tests/registry.rs), and runs the rest of publish's tests (annotation: they read
+# PLAIN_POLICY_WASM, policy.wasm as the build wrote it, from the environment or beside this).
 #
 # Installs Debian's docker-registry (and openssl) if missing, starts three registries on free
 # loopback ports with temporary configs and storage — an open one and one with htpasswd
@@ -8,17 +10,17 @@
 # exit, whatever happens.
 #
 #   publish/registry-test.sh            # what `make registry-test` runs
-#   CARGO=cargo POLICY_WASM=path/to/policy.wasm publish/registry-test.sh
+#   CARGO=cargo POLICY_WASM=path/to/annotated-policy.wasm publish/registry-test.sh
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cargo=${CARGO:-cargo}
-module=${POLICY_WASM:-$root/policy.wasm}
+module=${POLICY_WASM:-$root/annotated-policy.wasm}
 
 say() { echo "registry-test: $*" >&2; }
 
 if [[ ! -f $module ]]; then
-    say "$module is missing: run \`make policy.wasm\` first"
+    say "$module is missing: run \`make annotated-policy.wasm\` first"
     exit 1
 fi
 

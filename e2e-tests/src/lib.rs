@@ -1,5 +1,8 @@
 //! A waPC host for the compiled policy, run the way the Kubewarden policy server runs it: the
 //! module in wasmtime with WASI, called through waPC with the policy server's payloads.
+//!
+//! The module under test is `annotated-policy.wasm`, the one users deploy: the policy server
+//! refuses `policy.wasm`, which lacks the metadata section.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -43,11 +46,21 @@ pub struct SettingsResponse {
     pub message: Option<String>,
 }
 
-/// Where `make` puts the module; `POLICY_WASM` overrides it.
+/// Where `make` puts the annotated module; `POLICY_WASM` overrides it.
 pub fn default_module_path() -> PathBuf {
-    std::env::var_os("POLICY_WASM")
+    module_path("POLICY_WASM", "annotated-policy.wasm")
+}
+
+/// Where `make` puts the module as the build wrote it, before annotation; `PLAIN_POLICY_WASM`
+/// overrides it.
+pub fn plain_module_path() -> PathBuf {
+    module_path("PLAIN_POLICY_WASM", "policy.wasm")
+}
+
+fn module_path(variable: &str, file: &str) -> PathBuf {
+    std::env::var_os(variable)
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../policy.wasm"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file))
 }
 
 /// The policy at [`default_module_path`], compiled once per process.
@@ -55,7 +68,8 @@ pub fn policy() -> &'static Policy {
     static POLICY: OnceLock<Policy> = OnceLock::new();
     POLICY.get_or_init(|| {
         let path = default_module_path();
-        Policy::load(&path).unwrap_or_else(|e| panic!("{e:#}\n(run `make policy.wasm` first)"))
+        Policy::load(&path)
+            .unwrap_or_else(|e| panic!("{e:#}\n(run `make annotated-policy.wasm` first)"))
     })
 }
 
@@ -94,8 +108,7 @@ impl Instance {
     }
 
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<Response> {
-        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
-        let answer = self.call("validate", &payload)?;
+        let answer = self.call("validate", &validate_payload(request, settings)?)?;
         serde_json::from_slice(&answer).with_context(|| {
             format!(
                 "validate answered something that is not a ValidationResponse: {}",
@@ -113,6 +126,13 @@ impl Instance {
             )
         })
     }
+}
+
+/// What the policy server sends to `validate`: the request with the policy's settings.
+pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec(
+        &json!({"request": request, "settings": settings}),
+    )?)
 }
 
 /// An AdmissionRequest as the API server sends it to the policy server for a pod.

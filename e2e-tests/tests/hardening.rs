@@ -21,8 +21,12 @@ fn bare_module() -> &'static BareModule {
     static MODULE: OnceLock<BareModule> = OnceLock::new();
     MODULE.get_or_init(|| {
         let path = default_module_path();
-        let bytes = std::fs::read(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}\n(run `make policy.wasm` first)", path.display()));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}\n(run `make annotated-policy.wasm` first)",
+                path.display()
+            )
+        });
         BareModule::from_bytes(&bytes).unwrap()
     })
 }

@@ -5,6 +5,9 @@
 //! with media type `application/vnd.wasm.config.v1+json`, and whose one layer holds the module
 //! bytes with media type `application/vnd.wasm.content.layer.v1+wasm`. A `registry://host/repo:tag`
 //! module URL in an `AdmissionPolicy` or `ClusterAdmissionPolicy` loads it.
+//!
+//! What is pushed is the annotated module: the policy server refuses a waPC module without an
+//! `io.kubewarden.metadata` section. [`annotate`] writes that section without kwctl.
 
 use std::time::Duration;
 
@@ -17,6 +20,11 @@ pub use oci_client::manifest::{
     OCI_IMAGE_MEDIA_TYPE, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 };
 pub use oci_client::secrets::RegistryAuth;
+
+pub mod annotate;
+pub mod metadata;
+pub mod protocol;
+pub mod section;
 
 /// The config blob Kubewarden writes: an empty JSON object.
 pub const CONFIG_BLOB: &[u8] = b"{}";

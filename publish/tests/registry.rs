@@ -1,4 +1,5 @@
-//! Pushes `policy.wasm` to a real OCI registry and pulls it back with the same client.
+//! Pushes `annotated-policy.wasm`, the module users deploy, to a real OCI registry and pulls it
+//! back with the same client.
 //!
 //! Needs a running registry: `make registry-test` (`publish/registry-test.sh`) installs Debian's
 //! `docker-registry`, starts it on 127.0.0.1 and runs these tests with
@@ -25,14 +26,14 @@ fn env(name: &str) -> String {
 fn module_path() -> PathBuf {
     std::env::var_os("POLICY_WASM")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../policy.wasm"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../annotated-policy.wasm"))
 }
 
 fn module() -> Vec<u8> {
     let path = module_path();
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
-            "cannot read {} ({e}): run `make policy.wasm`",
+            "cannot read {} ({e}): run `make annotated-policy.wasm`",
             path.display()
         )
     })
@@ -133,7 +134,7 @@ async fn push_then_pull_back_gives_the_module_with_kubewarden_media_types() {
     );
     assert!(
         pulled.module == module,
-        "the pulled module differs from policy.wasm"
+        "the pulled module differs from the one pushed"
     );
     assert_eq!(pulled.config, CONFIG_BLOB, "config blob");
     assert_eq!(pulled.config_media_type, WASM_CONFIG_MEDIA_TYPE);

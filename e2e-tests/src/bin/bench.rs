@@ -263,7 +263,7 @@ fn dump(dir: &Path) -> Result<()> {
 fn parse_args() -> Result<Args> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut args = Args {
-        policy: root.join("policy.wasm"),
+        policy: root.join("annotated-policy.wasm"),
         baseline: root.join("target/wasm32-wasip1/release/baseline_policy.wasm"),
         compare: Vec::new(),
         quick: false,

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use e2e_tests::{Policy, admission_request, default_module_path, pod_kind};
+use publish::annotate::annotation;
 use serde_json::Value;
 
 struct Args {
@@ -44,7 +45,12 @@ fn run() -> Result<ExitCode> {
     let pod = read_document(&pod_path)?;
     let settings = settings_block(read_document(&settings_path)?);
 
-    let instance = Policy::load(&args.module)?.instance()?;
+    let module = std::fs::read(&args.module)
+        .with_context(|| format!("cannot read {}", args.module.display()))?;
+    // The policy server checks a module's metadata before it runs it: so does the preview.
+    annotation(&module)
+        .with_context(|| format!("the policy server would not load {}", args.module.display()))?;
+    let instance = Policy::from_bytes(&module)?.instance()?;
     println!("# settings: {}", settings_path.display());
     let checked = instance.validate_settings(&settings)?;
     if !checked.valid {
