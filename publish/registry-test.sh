@@ -24,44 +24,7 @@ if [[ ! -f $module ]]; then
     exit 1
 fi
 
-install_packages() {
-    local sudo=()
-    if [[ $(id -u) != 0 ]]; then
-        if ! command -v sudo >/dev/null; then
-            say "$* not installed, and installing needs root: apt-get install $*"
-            exit 1
-        fi
-        sudo=(sudo)
-    fi
-    say "installing Debian's $*"
-    # docker-registry's init script would start a registry on :5000 for good. A policy-rc.d that
-    # exits 101 is Debian's way of saying "do not start services" (container images ship one).
-    local own_policy=
-    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-        "${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
-        own_policy=1
-    fi
-    local status=0
-    {
-        "${sudo[@]}" apt-get update -qq &&
-            "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
-    } >&2 || status=$?
-    if [[ -n $own_policy ]]; then
-        "${sudo[@]}" rm -f /usr/sbin/policy-rc.d
-    fi
-    if [[ $status != 0 ]]; then
-        say "apt-get install $* failed"
-        exit "$status"
-    fi
-}
-
-missing=()
-command -v docker-registry >/dev/null || missing+=(docker-registry)
-command -v openssl >/dev/null || missing+=(openssl)
-if [[ ${#missing[@]} -gt 0 ]]; then
-    install_packages "${missing[@]}"
-fi
+bash "$root/tools/apt-install.sh" docker-registry=docker-registry openssl=openssl
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/registry-test.XXXXXX")
 pids=()

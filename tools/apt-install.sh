@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs the Debian packages named on the command line that are missing, with apt-get (through
+# sudo when not root). Used by the Makefile and the test scripts, so a fresh machine needs nothing
+# installed by hand.
+#
+#   tools/apt-install.sh COMMAND=PACKAGE ...   # installs PACKAGE unless COMMAND is on the PATH
+set -euo pipefail
+
+say() { echo "apt-install: $*" >&2; }
+
+install_packages() {
+    local sudo=()
+    if [[ $(id -u) != 0 ]]; then
+        if ! command -v sudo >/dev/null; then
+            say "$* not installed, and installing needs root: apt-get install $*"
+            exit 1
+        fi
+        sudo=(sudo)
+    fi
+    say "installing Debian's $*"
+    # docker-registry's init script would start a registry on :5000 for good. A policy-rc.d that
+    # exits 101 is Debian's way of saying "do not start services" (container images ship one).
+    local own_policy=
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+        "${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
+        own_policy=1
+    fi
+    local status=0
+    {
+        "${sudo[@]}" apt-get update -qq &&
+            "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+    } >&2 || status=$?
+    if [[ -n $own_policy ]]; then
+        "${sudo[@]}" rm -f /usr/sbin/policy-rc.d
+    fi
+    if [[ $status != 0 ]]; then
+        say "apt-get install $* failed"
+        exit "$status"
+    fi
+}
+
+missing=()
+for wanted in "$@"; do
+    command=${wanted%%=*}
+    package=${wanted#*=}
+    command -v "$command" >/dev/null || missing+=("$package")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+    install_packages "${missing[@]}"
+fi
