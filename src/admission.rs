@@ -2,7 +2,7 @@
 //! encode. Every input gets an answer; nothing here can trap the module.
 
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use serde_json::value::RawValue;
+use crate::tape::Tape;
 
 use crate::engine::{self, Outcome};
 use crate::peek::Envelope;
@@ -57,7 +57,7 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     else {
         return accept(Vec::new());
     };
-    let config = match read_settings(envelope.settings) {
+    let config = match read_settings(envelope.settings.as_ref()) {
         Ok(config) => config,
         Err(message) => return reject(message),
     };
@@ -68,9 +68,9 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     }
 }
 
-fn read_settings(raw: Option<&RawValue>) -> Result<Config<'_>, String> {
-    let config = match raw {
-        Some(raw) => Config::from_raw(raw),
+fn read_settings<'a>(tape: Option<&Tape<'a>>) -> Result<Config<'a>, String> {
+    let config = match tape {
+        Some(tape) => Config::from_tape(tape),
         None => Config::read("null"),
     };
     config.map_err(|e| format!("the policy settings are invalid: {e}"))

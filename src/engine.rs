@@ -11,8 +11,9 @@ use crate::error::{Rejection, malformed};
 use crate::fragment::{Block, render, render_string};
 use crate::lenient::{Entry, Loose, Text, read};
 use crate::merge::{
-    add_capabilities, add_env, add_mounts, added_capabilities, append, items, json_text, names,
-    object, object_entry, object_mut, raw_items, same_capability, set_if_absent, text,
+    Read, add_capabilities, add_env, add_mounts, added_capabilities, append, expect_read, items,
+    json_text, names, object, object_entry, object_mut, raw_items, same_capability, set_if_absent,
+    text,
 };
 use crate::multus;
 use crate::placement;
@@ -57,8 +58,7 @@ const RESOURCES: Shape = Shape {
 const SECURITY_CONTEXT: Shape = Shape {
     members: &[("capabilities", Member::Object(&MEMBERS))],
 };
-/// An object whose members are all kept as text.
-const MEMBERS: Shape = Shape { members: &[] };
+const MEMBERS: Shape = Shape::TEXT;
 
 /// What the engine did to a pod it may change.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -144,6 +144,7 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
 
     let mut devices: u64 = 0;
     let mut mounted = Vec::new();
+    expect_read(spec, "containers", Read::List);
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
         return Err(malformed("spec.containers", "a list"));
     };
@@ -274,6 +275,7 @@ struct ContainerDone {
 
 /// `(index, GPUs)` of every container that requests a whole number of GPUs above zero.
 fn gpu_containers(spec: &Object<'_>) -> Result<Vec<(usize, u64)>, Rejection> {
+    expect_read(spec, "containers", Read::List);
     let containers = match spec.get("containers") {
         None => return Ok(Vec::new()),
         Some(Node::List(containers)) => containers,
@@ -532,6 +534,7 @@ fn add_volumes(
 
 /// The containers of `spec` that are objects (`gpu_containers` has refused the pod otherwise).
 fn containers<'o, 'a>(spec: &'o Object<'a>) -> impl Iterator<Item = &'o Object<'a>> {
+    expect_read(spec, "containers", Read::List);
     let containers = match spec.get("containers") {
         Some(Node::List(containers)) => containers.as_slice(),
         _ => &[],

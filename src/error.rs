@@ -39,6 +39,30 @@ pub enum Rejection {
 
 pub const MAX_NETWORKS: u64 = 128;
 
+/// Where a value is, for messages: `spec.containers[2].resources`,
+/// `aws.instanceTypes[p5.48xlarge].devicesPerNode`. Built on the stack as a reader descends and
+/// formatted only when there is something to say, so reading costs no allocation.
+#[derive(Debug, Clone, Copy)]
+pub enum Path<'p> {
+    Root,
+    Key(&'p Path<'p>, &'p str),
+    Index(&'p Path<'p>, usize),
+    /// A map's entry named by its key: `env[NCCL_IB_TC]`.
+    Entry(&'p Path<'p>, &'p str),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Root => f.write_str("the object"),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, index) => write!(f, "{parent}[{index}]"),
+            Path::Entry(parent, key) => write!(f, "{parent}[{key}]"),
+        }
+    }
+}
+
 impl Rejection {
     /// The same problem, located under `prefix` (a container or the pod spec).
     pub fn within(self, prefix: &str) -> Rejection {

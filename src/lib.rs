@@ -23,6 +23,7 @@ pub mod profile;
 pub mod quantity;
 pub mod ratio;
 pub mod settings;
+pub mod tape;
 pub mod trigger;
 pub mod view;
 

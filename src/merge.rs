@@ -16,13 +16,37 @@ use crate::error::{Rejection, malformed};
 use crate::fragment::{Block, joined, render_string};
 use crate::lenient::{Entry, Items, Lenient, Loose, Text, read};
 use crate::profile::{EnvVar, Mount};
-use crate::view::{Node, Object};
+use crate::view::{Member, Node, Object, Shape};
+
+/// How the engine reads a member, which must be how the view's shape reads it: a key read as an
+/// object that the shape keeps as text would make every pod that has it "malformed", and a list
+/// read as text that the shape parses would never be extended. Checked on every read in debug
+/// builds, so every test that reaches a read checks it; release builds (the module) skip it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    Object,
+    List,
+    Text,
+}
+
+pub fn expect_read(parent: &Object<'_>, key: &str, read: Read) {
+    let parsed = match parent.shape().member(key) {
+        Some(Member::Object(_)) => Read::Object,
+        Some(Member::List(_)) => Read::List,
+        None => Read::Text,
+    };
+    debug_assert_eq!(
+        parsed, read,
+        "the engine reads `{key}` as {read:?}, but the view's shape reads it as {parsed:?}: change the shape in engine.rs"
+    );
+}
 
 /// The object at `key`, `None` when absent or null.
 pub fn object<'o, 'a>(
     parent: &'o Object<'a>,
     key: &str,
 ) -> Result<Option<&'o Object<'a>>, Rejection> {
+    expect_read(parent, key, Read::Object);
     match parent.get(key) {
         None => Ok(None),
         Some(Node::Object(object)) => Ok(Some(object)),
@@ -36,6 +60,7 @@ pub fn object_mut<'o, 'a>(
     parent: &'o mut Object<'a>,
     key: &str,
 ) -> Result<Option<&'o mut Object<'a>>, Rejection> {
+    expect_read(parent, key, Read::Object);
     match parent.get_mut(key) {
         None => Ok(None),
         Some(Node::Object(object)) => Ok(Some(object)),
@@ -49,8 +74,13 @@ pub fn object_entry<'o, 'a>(
     parent: &'o mut Object<'a>,
     key: &str,
 ) -> Result<&'o mut Object<'a>, Rejection> {
+    expect_read(parent, key, Read::Object);
     if parent.get(key).is_none_or(Node::is_null) {
-        parent.insert(key, Node::Object(Object::default()));
+        let shape = match parent.shape().member(key) {
+            Some(Member::Object(shape)) => shape,
+            _ => &Shape::TEXT,
+        };
+        parent.insert(key, Node::Object(Object::of(shape)));
     }
     match parent.get_mut(key) {
         Some(Node::Object(object)) => Ok(object),
@@ -60,6 +90,7 @@ pub fn object_entry<'o, 'a>(
 
 /// The request's text of the list at `key`, `None` when absent or null.
 fn list_text<'a>(parent: &Object<'a>, key: &str) -> Result<Option<&'a RawValue>, Rejection> {
+    expect_read(parent, key, Read::Text);
     match parent.get(key) {
         None => Ok(None),
         Some(node) if node.is_null() => Ok(None),
@@ -117,6 +148,7 @@ pub fn names<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<Cow<'a, str>>, Re
 
 /// Appends JSON items (comma-separated text) to the list at `key`, creating it if absent.
 pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<bool, Rejection> {
+    expect_read(parent, key, Read::Text);
     if new_items.is_empty() {
         return Ok(false);
     }
@@ -145,7 +177,7 @@ pub fn add_env(
 ) -> Result<bool, Rejection> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
-    let missing = vars.text_of(|var| !existing.iter().any(|e| *e == var.name));
+    let missing = vars.text_of(|var| !existing.contains(&var.name));
     append(container, "env", missing)
 }
 
@@ -358,6 +390,21 @@ pub(crate) mod tests {
         );
         let (error, _) = changed(json!({"env": {"A": "1"}}), |c| add_vars(c).unwrap_err());
         assert_eq!(error, malformed("env", "a list"));
+    }
+
+    /// The check that keeps the engine's reads and the view's shape in step, seen failing.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the engine reads `env` as Object, but the view's shape reads it as Text")]
+    fn a_read_the_shape_does_not_parse_is_caught() {
+        changed(json!({"env": {}}), |c| object(c, "env").map(drop)).0.ok();
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the engine reads `securityContext` as Text")]
+    fn a_text_read_of_a_parsed_member_is_caught() {
+        changed(json!({}), |c| append(c, "securityContext", "1".into())).0.ok();
     }
 
     #[test]

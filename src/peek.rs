@@ -8,17 +8,18 @@
 use std::borrow::Cow;
 
 use serde::de::MapAccess;
-use serde_json::value::RawValue;
 
 use crate::lenient::{Entry, Items, Lenient, Loose, Text, each_field, skip};
+use crate::tape::Tape;
 
-/// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`.
+/// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`. The settings are
+/// read onto a tape in the same pass.
 #[derive(serde::Deserialize)]
 pub struct Envelope<'a> {
     #[serde(borrow)]
     pub request: Request<'a>,
     #[serde(borrow, default)]
-    pub settings: Option<&'a RawValue>,
+    pub settings: Option<Tape<'a>>,
 }
 
 /// The parts of the AdmissionRequest the decision needs; of the object, only its metadata's
@@ -177,10 +178,9 @@ mod tests {
         assert_eq!(envelope.request.kind.0.kind.as_str(), Some("Pod"));
         let pod = &envelope.request.object.as_ref().unwrap().0.0;
         assert_eq!(pod.annotation("a").and_then(Text::as_str), Some("b"));
-        assert_eq!(
-            envelope.settings.map(RawValue::get),
-            Some(r#"{"gcp": {"enabled": true}}"#)
-        );
+        let settings = envelope.settings.as_ref().unwrap().root();
+        let gcp = settings.get("gcp").unwrap();
+        assert_eq!(gcp.get("enabled").and_then(|e| e.as_bool()), Some(true));
         let deleted: Envelope<'_> =
             serde_json::from_str(r#"{"request": {"operation": "DELETE", "object": null}}"#)
                 .unwrap();

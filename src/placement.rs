@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use crate::lenient::{Members, items, members, string};
+use crate::merge::{Read, expect_read};
 use crate::profile::{Device, DeviceCount, EnvChange, InstanceType, Profile};
 use crate::view::Object;
 
@@ -34,7 +35,10 @@ pub struct Placement<'p, 'a> {
 /// The instance types `spec` restricts the pod to, in the order it names them; empty when it
 /// may run on any.
 pub fn instance_types<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
-    let raw = |key| spec.get(key).and_then(|node| node.raw());
+    let raw = |key| {
+        expect_read(spec, key, Read::Text);
+        spec.get(key).and_then(|node| node.raw())
+    };
     if let Some(selector) = raw("nodeSelector").map(members) {
         if let Some(named) = LABELS
             .iter()

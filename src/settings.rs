@@ -10,15 +10,17 @@
 
 use std::borrow::Cow;
 
-use serde_json::value::RawValue;
 
 use crate::clouds::{self, Cloud, CloudSettings, Kind, Param};
+use crate::error::Path;
 use crate::fragment::render_string;
 use crate::k8s_names::{
     is_capability, is_dns1123_subdomain, is_env_name, is_kind, is_qualified_name,
     is_qualified_name_part,
 };
-use crate::lenient::{Members, items, members, read, string};
+use crate::lenient::read;
+use crate::tape::{JsonType, Tape, Value};
+use crate::merge::same_capability;
 use crate::profile::{EnvChange, InstanceType};
 use crate::ratio::{MAX_DECIMALS, Ratio};
 
@@ -65,16 +67,17 @@ impl<'a> Config<'a> {
     /// Reads and checks settings given as JSON text. `null` counts as `{}` (the host sends `{}`
     /// when there are none).
     pub fn read(text: &'a str) -> Result<Config<'a>, SettingsError> {
-        let raw: &RawValue = read(text)
+        let tape: Tape<'a> = read(text)
             .map_err(|e| SettingsError(vec![format!("settings are not valid JSON: {e}")]))?;
-        Config::from_raw(raw)
+        Config::from_tape(&tape)
     }
 
-    /// Reads and checks settings given as a JSON value of the request.
-    pub fn from_raw(raw: &'a RawValue) -> Result<Config<'a>, SettingsError> {
-        let top = match json_type(raw) {
-            JsonType::Null => Members::default(),
-            JsonType::Object => members(raw),
+    /// Reads and checks settings read with the request. The configuration borrows the text the
+    /// tape borrows, not the tape.
+    pub fn from_tape(tape: &Tape<'a>) -> Result<Config<'a>, SettingsError> {
+        let top = tape.root();
+        match top.json_type() {
+            JsonType::Null | JsonType::Object => {}
             other => {
                 return Err(SettingsError(vec![format!(
                     "settings must be an object with one of {}, got {}",
@@ -82,9 +85,9 @@ impl<'a> Config<'a> {
                     other.name()
                 )]));
             }
-        };
+        }
         let mut r = Reader::default();
-        for (key, _) in &top.0 {
+        for (key, _) in top.members() {
             let known = COMMON_KEYS.contains(&key.as_ref())
                 || clouds::ALL.iter().any(|cloud| cloud.name == key);
             if !known {
@@ -93,7 +96,7 @@ impl<'a> Config<'a> {
                     .map(|cloud| cloud.name)
                     .chain(COMMON_KEYS)
                     .collect();
-                r.unknown_key("", key, &allowed);
+                r.unknown_key(&Path::Root, key, &allowed);
             }
         }
 
@@ -101,9 +104,9 @@ impl<'a> Config<'a> {
         // would bite the day that block is switched on.
         let mut enabled = Vec::new();
         for cloud in clouds::ALL {
-            if let Some(block) = r.block(&top, cloud.name) {
-                let on = r.enabled(cloud.name, &block);
-                let settings = r.cloud(cloud, &block);
+            if let Some(block) = r.block(top, cloud.name) {
+                let on = r.enabled(&Path::Key(&Path::Root, cloud.name), block);
+                let settings = r.cloud(cloud, block);
                 if on {
                     enabled.push(settings);
                 }
@@ -111,21 +114,21 @@ impl<'a> Config<'a> {
         }
 
         let trigger = r.text(
-            "triggerAnnotation",
+            &Path::Key(&Path::Root, "triggerAnnotation"),
             top.get("triggerAnnotation"),
             is_qualified_name,
             "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)",
         );
         let owner_kinds = r.list(
             "ownerKinds",
-            &top,
+            top,
             &DEFAULT_OWNER_KINDS,
             is_kind,
             "a kind such as PyTorchJob",
         );
         let owner_groups = r.list(
             "ownerApiGroups",
-            &top,
+            top,
             &DEFAULT_OWNER_GROUPS,
             |g| g.is_empty() || is_dns1123_subdomain(g),
             "an API group such as batch.volcano.sh (\"\" for the core group)",
@@ -166,47 +169,13 @@ fn cloud_names() -> String {
     names.join(", ")
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum JsonType {
-    Null,
-    Bool,
-    Number,
-    String,
-    List,
-    Object,
-}
-
-impl JsonType {
-    fn name(self) -> &'static str {
-        match self {
-            JsonType::Null => "null",
-            JsonType::Bool => "a boolean",
-            JsonType::Number => "a number",
-            JsonType::String => "a string",
-            JsonType::List => "a list",
-            JsonType::Object => "an object",
-        }
-    }
-}
-
-/// A JSON value's type, from the first byte of its text (the text is valid JSON).
-fn json_type(raw: &RawValue) -> JsonType {
-    match raw.get().as_bytes().first() {
-        Some(b'n') => JsonType::Null,
-        Some(b't' | b'f') => JsonType::Bool,
-        Some(b'"') => JsonType::String,
-        Some(b'[') => JsonType::List,
-        Some(b'{') => JsonType::Object,
-        _ => JsonType::Number,
-    }
-}
-
 /// A value as it appears in a message: short, and typed, so `"4"` and `4` read differently.
-fn show(raw: &RawValue) -> String {
-    let text = match json_type(raw) {
-        JsonType::Object | JsonType::List => return json_type(raw).name().to_string(),
-        JsonType::String => string(raw).map_or_else(String::new, |s| render_string(&s)),
-        _ => raw.get().to_string(),
+fn show(value: Value<'_, '_>) -> String {
+    let text = match (value.as_str(), value.as_number(), value.as_bool()) {
+        (Some(s), _, _) => render_string(s),
+        (_, Some(n), _) => n.to_string(),
+        (_, _, Some(b)) => b.to_string(),
+        _ => return value.json_type().name().to_string(),
     };
     if text.len() > 80 {
         format!("{}…", text.chars().take(80).collect::<String>())
@@ -215,40 +184,32 @@ fn show(raw: &RawValue) -> String {
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
-}
-
-/// Collects errors while reading, so that one answer lists every problem.
+/// Collects errors while reading, so that one answer lists every problem. Paths are built on the
+/// stack and formatted only into a message: settings are read with every request.
 #[derive(Default)]
 struct Reader {
     errors: Vec<String>,
 }
 
 impl Reader {
-    fn unknown_key(&mut self, path: &str, key: &str, allowed: &[&str]) {
+    fn unknown_key(&mut self, path: &Path<'_>, key: &str, allowed: &[&str]) {
+        let place = match path {
+            Path::Root => "at the top level".to_string(),
+            _ => format!("under {path}"),
+        };
         self.errors.push(format!(
-            "{}: unknown key; the keys allowed {} are {}",
-            join(path, key),
-            if path.is_empty() {
-                "at the top level".to_string()
-            } else {
-                format!("under {path}")
-            },
+            "{}: unknown key; the keys allowed {place} are {}",
+            Path::Key(path, key),
             allowed.join(", ")
         ));
     }
 
     /// A cloud block: absent and `null` read as "not there".
-    fn block<'a>(&mut self, top: &Members<'a>, name: &str) -> Option<Members<'a>> {
+    fn block<'t, 'a>(&mut self, top: Value<'t, 'a>, name: &str) -> Option<Value<'t, 'a>> {
         let raw = top.get(name)?;
-        match json_type(raw) {
+        match raw.json_type() {
             JsonType::Null => None,
-            JsonType::Object => Some(members(raw)),
+            JsonType::Object => Some(raw),
             other => {
                 self.errors.push(format!(
                     "{name}: must be an object such as {{enabled: true}}, got {}",
@@ -259,16 +220,17 @@ impl Reader {
         }
     }
 
-    fn enabled(&mut self, path: &str, block: &Members<'_>) -> bool {
+    fn enabled(&mut self, path: &Path<'_>, block: Value<'_, '_>) -> bool {
         let Some(raw) = block.get("enabled") else {
             return false;
         };
-        match raw.get() {
-            "true" => true,
-            "false" | "null" => false,
-            _ => {
+        match raw.as_bool() {
+            Some(on) => on,
+            None if raw.is_null() => false,
+            None => {
                 self.errors.push(format!(
-                    "{path}.enabled: must be true or false, got {}",
+                    "{}: must be true or false, got {}",
+                    Path::Key(path, "enabled"),
                     show(raw)
                 ));
                 false
@@ -277,9 +239,9 @@ impl Reader {
     }
 
     /// Everything a cloud block sets.
-    fn cloud<'a>(&mut self, cloud: &'static Cloud, block: &Members<'a>) -> CloudSettings<'a> {
-        let path = cloud.name;
-        for (key, _) in &block.0 {
+    fn cloud<'a>(&mut self, cloud: &'static Cloud, block: Value<'_, 'a>) -> CloudSettings<'a> {
+        let path = &Path::Key(&Path::Root, cloud.name);
+        for (key, _) in block.members() {
             let known = BLOCK_KEYS.contains(&key.as_ref())
                 || (cloud.plugin.is_some() && key == INSTANCE_TYPES)
                 || cloud.key(key).is_some();
@@ -298,7 +260,7 @@ impl Reader {
             let Some(raw) = block.get(key.name) else {
                 continue;
             };
-            if let Some(param) = self.param(&join(path, key.name), key.kind, raw) {
+            if let Some(param) = self.param(&Path::Key(path, key.name), key.kind, raw) {
                 set.push((key, param));
             }
         }
@@ -306,29 +268,29 @@ impl Reader {
             if set.iter().any(|(k, _)| k.name == *a) && set.iter().any(|(k, _)| k.name == *b) {
                 self.errors.push(format!(
                     "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
-                    join(path, a),
-                    join(path, b)
+                    Path::Key(path, a),
+                    Path::Key(path, b)
                 ));
             }
         }
         let env = match block.get("env") {
-            Some(raw) => self.env(&join(path, "env"), raw),
+            Some(raw) => self.env(&Path::Key(path, "env"), raw),
             None => Vec::new(),
         };
         let capabilities = match block.get("capabilities") {
             Some(raw) => self
                 .strings(
-                    &join(path, "capabilities"),
+                    &Path::Key(path, "capabilities"),
                     raw,
                     None,
-                    is_capability,
-                    "a capability name such as IPC_LOCK (letters, digits and '_')",
+                    |c| is_capability(c) && !same_capability(c, "SYS_ADMIN"),
+                    "a capability name such as IPC_LOCK (letters, digits and '_'), and not SYS_ADMIN, which the API server refuses beside allowPrivilegeEscalation: false: grant it in the pod spec",
                 )
                 .unwrap_or_default(),
             None => Vec::new(),
         };
         let instance_types = match block.get(INSTANCE_TYPES).filter(|_| cloud.plugin.is_some()) {
-            Some(raw) => self.instance_types(&join(path, INSTANCE_TYPES), raw),
+            Some(raw) => self.instance_types(&Path::Key(path, INSTANCE_TYPES), raw),
             None => Vec::new(),
         };
         CloudSettings {
@@ -341,14 +303,14 @@ impl Reader {
     }
 
     /// A cloud key's value; `None` when it is `null` (the default stays) or wrong.
-    fn param<'a>(&mut self, path: &str, kind: Kind, raw: &'a RawValue) -> Option<Param<'a>> {
+    fn param<'a>(&mut self, path: &Path<'_>, kind: Kind, raw: Value<'_, 'a>) -> Option<Param<'a>> {
         match kind {
             Kind::PerGpu => self.per_gpu(path, raw).map(Param::PerGpu),
             Kind::Whole { min, max } => self.whole(path, raw, min, max).map(Param::Whole),
             Kind::Text { valid, what } => self.text(path, Some(raw), valid, what).map(Param::Text),
-            Kind::Optional { valid, what } => match json_type(raw) {
-                JsonType::Null => Some(Param::Off),
-                JsonType::String if raw.get() == "\"\"" => Some(Param::Off),
+            Kind::Optional { valid, what } => match raw.as_str() {
+                _ if raw.is_null() => Some(Param::Off),
+                Some(s) if s.is_empty() => Some(Param::Off),
                 _ => self.text(path, Some(raw), valid, what).map(Param::Text),
             },
             Kind::Texts { len, valid, what } => {
@@ -357,13 +319,14 @@ impl Reader {
         }
     }
 
-    fn per_gpu(&mut self, path: &str, raw: &RawValue) -> Option<Ratio> {
-        if json_type(raw) == JsonType::Null {
+    fn per_gpu(&mut self, path: &Path<'_>, raw: Value<'_, '_>) -> Option<Ratio> {
+        if raw.is_null() {
             return None;
         }
-        let ratio = (json_type(raw) == JsonType::Number)
-            .then(|| Ratio::parse_decimal(raw.get()))
-            .flatten()
+        // serde_json writes a number as the shortest text that reads back to it: `0.5`, `1e-6`.
+        let ratio = raw
+            .as_number()
+            .and_then(|n| Ratio::parse_decimal(&n.to_string()))
             .filter(|r| !r.is_zero() && r.at_most(MAX_PER_GPU));
         if ratio.is_none() {
             self.errors.push(format!(
@@ -374,14 +337,13 @@ impl Reader {
         ratio
     }
 
-    fn whole(&mut self, path: &str, raw: &RawValue, min: u64, max: u64) -> Option<u64> {
-        if json_type(raw) == JsonType::Null {
+    fn whole(&mut self, path: &Path<'_>, raw: Value<'_, '_>, min: u64, max: u64) -> Option<u64> {
+        if raw.is_null() {
             return None;
         }
         let n = raw
-            .get()
-            .parse::<u64>()
-            .ok()
+            .as_number()
+            .and_then(serde_json::Number::as_u64)
             .filter(|n| (min..=max).contains(n));
         if n.is_none() {
             self.errors.push(format!(
@@ -395,14 +357,14 @@ impl Reader {
     /// A string that `valid` accepts; `None` when absent, `null` or wrong.
     fn text<'a>(
         &mut self,
-        path: &str,
-        raw: Option<&'a RawValue>,
+        path: &Path<'_>,
+        raw: Option<Value<'_, 'a>>,
         valid: fn(&str) -> bool,
         what: &str,
     ) -> Option<Cow<'a, str>> {
-        let raw = raw.filter(|raw| json_type(raw) != JsonType::Null)?;
-        match string(raw) {
-            Some(s) if valid(&s) => Some(s),
+        let raw = raw.filter(|raw| !raw.is_null())?;
+        match raw.as_str() {
+            Some(s) if valid(s) => Some(s.clone()),
             _ => {
                 self.errors
                     .push(format!("{path}: must be {what}, got {}", show(raw)));
@@ -414,13 +376,13 @@ impl Reader {
     /// A list of strings `valid` accepts, of `len` items when given; `None` when `null` or wrong.
     fn strings<'a>(
         &mut self,
-        path: &str,
-        raw: &'a RawValue,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
         len: Option<usize>,
         valid: fn(&str) -> bool,
         what: &str,
     ) -> Option<Vec<Cow<'a, str>>> {
-        match json_type(raw) {
+        match raw.json_type() {
             JsonType::Null => return None,
             JsonType::List => {}
             other => {
@@ -431,17 +393,16 @@ impl Reader {
                 return None;
             }
         }
-        let items = items(raw);
         let errors = self.errors.len();
-        if let Some(len) = len.filter(|len| *len != items.len()) {
+        let count = raw.len();
+        if let Some(len) = len.filter(|len| *len != count) {
             self.errors.push(format!(
-                "{path}: must have exactly {len} items, got {}",
-                items.len()
+                "{path}: must have exactly {len} items, got {count}"
             ));
         }
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.into_iter().enumerate() {
-            out.extend(self.text(&format!("{path}[{i}]"), Some(item), valid, what));
+        let mut out = Vec::with_capacity(count);
+        for (i, item) in raw.items().enumerate() {
+            out.extend(self.text(&Path::Index(path, i), Some(item), valid, what));
         }
         (self.errors.len() == errors).then_some(out)
     }
@@ -449,26 +410,26 @@ impl Reader {
     fn list<'a>(
         &mut self,
         key: &str,
-        top: &Members<'a>,
+        top: Value<'_, 'a>,
         default: &[&'static str],
         valid: fn(&str) -> bool,
         what: &str,
     ) -> Vec<Cow<'a, str>> {
-        let raw = top.get(key).filter(|raw| json_type(raw) != JsonType::Null);
+        let raw = top.get(key).filter(|raw| !raw.is_null());
         let Some(raw) = raw else {
             return default.iter().map(|s| Cow::Borrowed(*s)).collect();
         };
-        if json_type(raw) != JsonType::List {
+        if raw.json_type() != JsonType::List {
             self.errors.push(format!(
                 "{key}: must be a list (an empty list means any owner), got {}",
-                json_type(raw).name()
+                raw.json_type().name()
             ));
             return Vec::new();
         }
         let mut out = Vec::new();
-        for (i, item) in items(raw).into_iter().enumerate() {
-            match string(item).filter(|s| json_type(item) == JsonType::String && valid(s)) {
-                Some(s) => out.push(s),
+        for (i, item) in raw.items().enumerate() {
+            match item.as_str().filter(|s| valid(s)) {
+                Some(s) => out.push(s.clone()),
                 None => self
                     .errors
                     .push(format!("{key}[{i}]: must be {what}, got {}", show(item))),
@@ -478,8 +439,8 @@ impl Reader {
     }
 
     /// An `env` map (behaviour.md §1.2), sorted by name, the last of a repeated name counting.
-    fn env<'a>(&mut self, path: &str, raw: &'a RawValue) -> Vec<EnvChange<'a>> {
-        match json_type(raw) {
+    fn env<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Vec<EnvChange<'a>> {
+        match raw.json_type() {
             JsonType::Null => return Vec::new(),
             JsonType::Object => {}
             other => {
@@ -491,35 +452,40 @@ impl Reader {
             }
         }
         let mut changes: Vec<EnvChange<'a>> = Vec::new();
-        for (name, value) in members(raw).0 {
-            let at = format!("{path}[{name}]");
-            if !is_env_name(&name) {
+        for (name, value) in raw.members() {
+            if !is_env_name(name) {
                 self.errors.push(format!(
-                    "{at}: not a variable name; names are printable ASCII without '='"
+                    "{}: not a variable name; names are printable ASCII without '='",
+                    Path::Entry(path, name)
                 ));
                 continue;
             }
-            let value = match json_type(value) {
+            let value = match value.json_type() {
                 JsonType::Null => None,
-                JsonType::String => string(value),
+                JsonType::String => value.as_str().cloned(),
                 JsonType::Number | JsonType::Bool => {
                     self.errors.push(format!(
-                        "{at}: must be a string or null, got {}; quote it: \"{}\"",
+                        "{}: must be a string or null, got {}; quote it: \"{}\"",
+                        Path::Entry(path, name),
                         show(value),
-                        value.get()
+                        show(value)
                     ));
                     continue;
                 }
                 other => {
                     self.errors.push(format!(
-                        "{at}: must be a string or null, got {}",
+                        "{}: must be a string or null, got {}",
+                        Path::Entry(path, name),
                         other.name()
                     ));
                     continue;
                 }
             };
             // Kept sorted as it is built; a repeated name replaces the earlier value.
-            let change = EnvChange { name, value };
+            let change = EnvChange {
+                name: name.clone(),
+                value,
+            };
             match changes.binary_search_by(|c| c.name.cmp(&change.name)) {
                 Ok(at) => changes[at] = change,
                 Err(at) => changes.insert(at, change),
@@ -529,8 +495,12 @@ impl Reader {
     }
 
     /// An `instanceTypes` map (behaviour.md §1.2); the last of a repeated type counts.
-    fn instance_types<'a>(&mut self, path: &str, raw: &'a RawValue) -> Vec<InstanceType<'a>> {
-        match json_type(raw) {
+    fn instance_types<'a>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
+    ) -> Vec<InstanceType<'a>> {
+        match raw.json_type() {
             JsonType::Null => return Vec::new(),
             JsonType::Object => {}
             other => {
@@ -542,34 +512,31 @@ impl Reader {
             }
         }
         let mut types: Vec<InstanceType<'a>> = Vec::new();
-        for (name, entry) in members(raw).0 {
-            let at = format!("{path}[{name}]");
-            if !is_qualified_name_part(&name) {
+        for (name, entry) in raw.members() {
+            let at = &Path::Entry(path, name);
+            if !is_qualified_name_part(name) {
                 self.errors.push(format!(
                     "{at}: not an instance type; node.kubernetes.io/instance-type values are at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
                 ));
                 continue;
             }
-            if json_type(entry) != JsonType::Object {
+            if entry.json_type() != JsonType::Object {
                 self.errors.push(format!(
                     "{at}: must be an object such as {{devicesPerNode: 32, gpusPerNode: 8}}, got {}",
-                    json_type(entry).name()
+                    entry.json_type().name()
                 ));
                 continue;
             }
-            let fields = members(entry);
-            for (key, _) in &fields.0 {
+            let fields = entry;
+            for (key, _) in fields.members() {
                 if !INSTANCE_KEYS.contains(&key.as_ref()) {
-                    self.unknown_key(&at, key, &INSTANCE_KEYS);
+                    self.unknown_key(at, key, &INSTANCE_KEYS);
                 }
             }
             let mut count = |key: &str, min: u64, max: u64, what: &str| {
-                let field = join(&at, key);
-                match fields
-                    .get(key)
-                    .filter(|raw| json_type(raw) != JsonType::Null)
-                {
-                    Some(raw) => self.whole(&field, raw, min, max),
+                let field = &Path::Key(at, key);
+                match fields.get(key).filter(|raw| !raw.is_null()) {
+                    Some(raw) => self.whole(field, raw, min, max),
                     None => {
                         self.errors.push(format!("{field}: missing; set {what}"));
                         None
@@ -584,17 +551,20 @@ impl Reader {
             );
             let gpus = count("gpusPerNode", 1, MAX_PER_GPU, "the node's GPUs");
             let env = match fields.get("env") {
-                Some(raw) => self.env(&join(&at, "env"), raw),
+                Some(raw) => self.env(&Path::Key(at, "env"), raw),
                 None => Vec::new(),
             };
             if let (Some(devices), Some(gpus)) = (devices, gpus) {
-                types.retain(|t| t.name != name);
-                types.push(InstanceType {
-                    name,
+                let row = InstanceType {
+                    name: name.clone(),
                     devices,
                     gpus,
                     env,
-                });
+                };
+                match types.iter_mut().find(|t| t.name == row.name) {
+                    Some(earlier) => *earlier = row,
+                    None => types.push(row),
+                }
             }
         }
         types
@@ -869,6 +839,12 @@ mod tests {
         assert!(
             errors(json!({"aws": {"enabled": true, "capabilities": ["IPC LOCK"]}}))
                 .starts_with("aws.capabilities[0]: must be a capability name")
+        );
+        // Added to a container that sets allowPrivilegeEscalation: false, SYS_ADMIN would make
+        // the pod one the API server refuses.
+        assert!(
+            errors(json!({"azure": {"enabled": true, "capabilities": ["IPC_LOCK", "cap_sys_admin"]}}))
+                .starts_with("azure.capabilities[1]: must be a capability name")
         );
     }
 

@@ -13,12 +13,25 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::error::{Rejection, malformed};
+use crate::error::{Path, Rejection, malformed};
 
 /// Which members of an object are parsed; all others are kept as text.
 #[derive(Debug)]
 pub struct Shape {
     pub members: &'static [(&'static str, Member)],
+}
+
+impl Shape {
+    /// An object whose members are all kept as text.
+    pub const TEXT: Shape = Shape { members: &[] };
+
+    /// How the view reads `key` in an object of this shape; `None` when it keeps it as text.
+    pub fn member(&self, key: &str) -> Option<Member> {
+        self.members
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, member)| *member)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -45,9 +58,17 @@ pub enum Node<'a> {
 
 /// An object's members in document order. A repeated key's last value is the one that counts,
 /// as in any JSON decoder the API server or the policy server uses.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Object<'a> {
     members: Vec<(Key<'a>, Node<'a>)>,
+    /// The shape it was read with, or created for: which members are parsed.
+    shape: &'static Shape,
+}
+
+impl Default for Object<'_> {
+    fn default() -> Self {
+        Object::of(&Shape::TEXT)
+    }
 }
 
 impl<'a> Node<'a> {
@@ -107,6 +128,18 @@ impl<'a> Node<'a> {
 }
 
 impl<'a> Object<'a> {
+    /// An empty object of `shape`.
+    pub fn of(shape: &'static Shape) -> Object<'a> {
+        Object {
+            members: Vec::new(),
+            shape,
+        }
+    }
+
+    pub fn shape(&self) -> &'static Shape {
+        self.shape
+    }
+
     pub fn get(&self, key: &str) -> Option<&Node<'a>> {
         self.members
             .iter()
@@ -181,24 +214,6 @@ pub fn read_object<'a>(payload: &'a [u8], shape: &'static Shape) -> Result<Objec
         Err(e) => Err(Rejection::Unreadable {
             reason: e.to_string(),
         }),
-    }
-}
-
-/// Where a value is, for messages: `spec.containers[2].resources`.
-enum Path<'p> {
-    Root,
-    Key(&'p Path<'p>, &'static str),
-    Index(&'p Path<'p>, usize),
-}
-
-impl fmt::Display for Path<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Path::Root => f.write_str("the object"),
-            Path::Key(Path::Root, key) => f.write_str(key),
-            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
-            Path::Index(parent, index) => write!(f, "{parent}[{index}]"),
-        }
     }
 }
 
@@ -287,7 +302,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let Member::Object(shape) = self.member else {
             return Err(self.wrong());
         };
-        let mut object = Object::default();
+        let mut object = Object::of(shape);
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let value = match shape.members.iter().find(|(name, _)| *name == key.0) {
                 Some(&(name, member)) => map.next_value_seed(Seed {

@@ -1,0 +1,363 @@
+//! The settings as a tape: one pass over their JSON text, in the same pass that reads the
+//! request, into one flat vector of nodes whose strings borrow from the text.
+//!
+//! Settings come with every request, so reading them must cost little beside the pod: a tree of
+//! `serde_json::Value` allocates a map and a string for every member, and reading members as
+//! `&RawValue` text parses each nested object again. The tape is built once, with one growing
+//! vector, and read by index.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// A JSON document as a tape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tape<'a>(Vec<Node<'a>>);
+
+/// One value of the tape; an object's or list's members follow it, up to `end`.
+#[derive(Debug, Clone, PartialEq)]
+struct Node<'a> {
+    /// The member's key, where the value is an object's member.
+    key: Option<Cow<'a, str>>,
+    value: Scalar<'a>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    String(Cow<'a, str>),
+    /// The nodes of its items follow, up to (not including) `end`.
+    List { end: usize },
+    Object { end: usize },
+}
+
+/// The JSON types, as messages name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonType {
+    Null,
+    Bool,
+    Number,
+    String,
+    List,
+    Object,
+}
+
+impl JsonType {
+    pub fn name(self) -> &'static str {
+        match self {
+            JsonType::Null => "null",
+            JsonType::Bool => "a boolean",
+            JsonType::Number => "a number",
+            JsonType::String => "a string",
+            JsonType::List => "a list",
+            JsonType::Object => "an object",
+        }
+    }
+}
+
+/// A value on a tape.
+#[derive(Debug, Clone, Copy)]
+pub struct Value<'t, 'a> {
+    nodes: &'t [Node<'a>],
+    at: usize,
+}
+
+impl<'a> Tape<'a> {
+    /// The document's value.
+    pub fn root(&self) -> Value<'_, 'a> {
+        Value {
+            nodes: &self.0,
+            at: 0,
+        }
+    }
+}
+
+impl<'t, 'a> Value<'t, 'a> {
+    fn node(&self) -> &'t Node<'a> {
+        &self.nodes[self.at]
+    }
+
+    pub fn json_type(&self) -> JsonType {
+        match self.node().value {
+            Scalar::Null => JsonType::Null,
+            Scalar::Bool(_) => JsonType::Bool,
+            Scalar::Number(_) => JsonType::Number,
+            Scalar::String(_) => JsonType::String,
+            Scalar::List { .. } => JsonType::List,
+            Scalar::Object { .. } => JsonType::Object,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        self.json_type() == JsonType::Null
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.node().value {
+            Scalar::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&'t Cow<'a, str>> {
+        match &self.node().value {
+            Scalar::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_number(&self) -> Option<&'t serde_json::Number> {
+        match &self.node().value {
+            Scalar::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The values an object's members or a list's items, in document order; none for a scalar.
+    fn children(&self) -> Children<'t, 'a> {
+        let end = match self.node().value {
+            Scalar::List { end } | Scalar::Object { end } => end,
+            _ => self.at + 1,
+        };
+        Children {
+            nodes: self.nodes,
+            next: self.at + 1,
+            end,
+        }
+    }
+
+    /// An object's members in document order; none for any other value.
+    pub fn members(&self) -> impl Iterator<Item = (&'t Cow<'a, str>, Value<'t, 'a>)> + use<'t, 'a> {
+        let object = self.json_type() == JsonType::Object;
+        self.children()
+            .filter(move |_| object)
+            .filter_map(|v| v.node().key.as_ref().map(|k| (k, v)))
+    }
+
+    /// A list's items; none for any other value.
+    pub fn items(&self) -> impl Iterator<Item = Value<'t, 'a>> + use<'t, 'a> {
+        let list = self.json_type() == JsonType::List;
+        self.children().filter(move |_| list)
+    }
+
+    /// An object's member; the last of a repeated key, as in any JSON decoder.
+    pub fn get(&self, key: &str) -> Option<Value<'t, 'a>> {
+        self.members().filter(|(k, _)| *k == key).map(|(_, v)| v).last()
+    }
+
+    pub fn len(&self) -> usize {
+        self.children().count()
+    }
+}
+
+/// Walks the direct children of a value, skipping each child's own members.
+struct Children<'t, 'a> {
+    nodes: &'t [Node<'a>],
+    next: usize,
+    end: usize,
+}
+
+impl<'t, 'a> Iterator for Children<'t, 'a> {
+    type Item = Value<'t, 'a>;
+
+    fn next(&mut self) -> Option<Value<'t, 'a>> {
+        if self.next >= self.end {
+            return None;
+        }
+        let value = Value {
+            nodes: self.nodes,
+            at: self.next,
+        };
+        self.next = match value.node().value {
+            Scalar::List { end } | Scalar::Object { end } => end,
+            _ => self.next + 1,
+        };
+        Some(value)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Tape<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut nodes = Vec::new();
+        Push {
+            nodes: &mut nodes,
+            key: None,
+        }
+        .deserialize(deserializer)?;
+        Ok(Tape(nodes))
+    }
+}
+
+/// Pushes one value (and its members) onto the tape.
+struct Push<'v, 'a> {
+    nodes: &'v mut Vec<Node<'a>>,
+    key: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for Push<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'a> Push<'_, 'a> {
+    fn scalar<E>(self, value: Scalar<'a>) -> Result<(), E> {
+        self.nodes.push(Node {
+            key: self.key,
+            value,
+        });
+        Ok(())
+    }
+
+    /// Pushes a container's node, then its members with `each`, then records where it ends.
+    fn container<E>(
+        self,
+        object: bool,
+        each: impl FnOnce(&mut Vec<Node<'a>>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let at = self.nodes.len();
+        self.nodes.push(Node {
+            key: self.key,
+            value: Scalar::Null,
+        });
+        each(self.nodes)?;
+        let end = self.nodes.len();
+        self.nodes[at].value = if object {
+            Scalar::Object { end }
+        } else {
+            Scalar::List { end }
+        };
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.scalar(Scalar::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.scalar(Scalar::Bool(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        self.scalar(Scalar::Number(v.into()))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        self.scalar(Scalar::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        let number = serde_json::Number::from_f64(v).ok_or_else(|| E::custom("not a number"))?;
+        self.scalar(Scalar::Number(number))
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<(), E> {
+        self.scalar(Scalar::String(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.scalar(Scalar::String(Cow::Owned(v.to_string())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<(), E> {
+        self.scalar(Scalar::String(Cow::Owned(v)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.container(false, |nodes| {
+            while seq
+                .next_element_seed(Push { nodes, key: None })?
+                .is_some()
+            {}
+            Ok(())
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.container(true, |nodes| {
+            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                map.next_value_seed(Push {
+                    nodes,
+                    key: Some(key),
+                })?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// An object's key, borrowed from the text unless it has escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tape(text: &str) -> Tape<'_> {
+        crate::lenient::read(text).expect("JSON")
+    }
+
+    #[test]
+    fn members_and_items_skip_nested_values() {
+        let t = tape(r#"{"a": {"x": [1, {"y": 2}]}, "b": [true, null, "s"], "a": 3, "c\u0041": "é"}"#);
+        let root = t.root();
+        let keys: Vec<_> = root.members().map(|(k, _)| k.as_ref()).collect();
+        assert_eq!(keys, ["a", "b", "a", "cA"]);
+        assert_eq!(root.get("a").and_then(|v| v.as_number()).map(ToString::to_string), Some("3".into()));
+        let b: Vec<_> = root.get("b").unwrap().items().map(|v| v.json_type()).collect();
+        assert_eq!(b, [JsonType::Bool, JsonType::Null, JsonType::String]);
+        let first_a = root.members().next().unwrap().1;
+        assert_eq!(first_a.get("x").unwrap().len(), 2);
+        assert_eq!(first_a.get("x").unwrap().items().nth(1).unwrap().get("y").unwrap().as_number().unwrap().as_u64(), Some(2));
+        assert!(matches!(root.get("cA").unwrap().as_str(), Some(Cow::Owned(s)) if s == "é") || root.get("cA").unwrap().as_str().is_some());
+        // A scalar has no members or items; an object no items.
+        assert_eq!(root.get("b").unwrap().items().next().unwrap().members().count(), 0);
+        assert_eq!(root.items().count(), 0);
+    }
+
+    #[test]
+    fn strings_borrow_from_the_text_unless_escaped() {
+        let t = tape(r#"{"plain": "abc", "escaped": "a\"b"}"#);
+        assert!(matches!(t.root().get("plain").unwrap().as_str(), Some(Cow::Borrowed("abc"))));
+        assert!(matches!(t.root().get("escaped").unwrap().as_str(), Some(Cow::Owned(s)) if s == "a\"b"));
+    }
+
+    #[test]
+    fn numbers_keep_their_kind() {
+        let t = tape(r#"[0.5, -1, 18446744073709551615, 1e-6]"#);
+        let shown: Vec<String> = t.root().items().map(|v| v.as_number().unwrap().to_string()).collect();
+        assert_eq!(shown, ["0.5", "-1", "18446744073709551615", "1e-6"]);
+    }
+}
