@@ -989,7 +989,7 @@ fn capabilities_setting() -> impl Strategy<Value = Option<Value>> {
             json!([]),
             json!(["IPC_LOCK"]),
             json!(["SYS_NICE", "cap_ipc_lock"]),
-            json!(["SYS_ADMIN"]),
+            json!(["SYS_RESOURCE"]),
         ]),
     )
 }
