@@ -1,12 +1,13 @@
 //! The policy's two calls as pure functions from payload bytes to answer bytes: decode, dispatch,
 //! encode. Every input gets an answer; nothing here can trap the module.
 
-use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use crate::tape::Tape;
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
 use crate::engine::{self, Outcome};
+use crate::lenient;
 use crate::peek::Envelope;
-use crate::settings::{self, Config};
+use crate::settings::{self, Common, Config, SettingsError};
 use crate::trigger::{self, Decision};
 use crate::view;
 
@@ -45,7 +46,11 @@ pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
 }
 
 pub fn evaluate(payload: &[u8]) -> Verdict {
-    let envelope: Envelope<'_> = match serde_json::from_slice(payload) {
+    let text = match std::str::from_utf8(payload) {
+        Ok(text) => text,
+        Err(e) => return reject(format!("cannot read the admission request: {e}")),
+    };
+    let envelope: Envelope<'_> = match lenient::read(text) {
         Ok(envelope) => envelope,
         Err(e) => return reject(format!("cannot read the admission request: {e}")),
     };
@@ -57,28 +62,32 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     else {
         return accept(Vec::new());
     };
-    let config = match read_settings(envelope.settings.as_ref()) {
-        Ok(config) => config,
-        Err(message) => return reject(message),
+    // No settings at all read as `{}`, as the host's `{}` does.
+    let none = Tape::default();
+    let settings = envelope.settings.as_ref().unwrap_or(&none);
+    // The decision needs only the trigger and the owners; a pod that is not ours, most pods,
+    // costs no more of the settings than that.
+    let common = match Common::from_tape(settings) {
+        Ok(common) => common,
+        Err(e) => return reject(invalid(e)),
     };
-    match trigger::decide(&pod.0.0, &config) {
+    match trigger::decide(&pod.0.0, &common) {
         Decision::Pass => accept(Vec::new()),
         Decision::PassWithWarning(warning) => accept(vec![warning]),
-        Decision::Inject => inject(payload, &config),
+        Decision::Inject => match Config::from_tape(settings) {
+            Ok(config) => inject(text, &config),
+            Err(e) => reject(invalid(e)),
+        },
     }
 }
 
-fn read_settings<'a>(tape: Option<&Tape<'a>>) -> Result<Config<'a>, String> {
-    let config = match tape {
-        Some(tape) => Config::from_tape(tape),
-        None => Config::read("null"),
-    };
-    config.map_err(|e| format!("the policy settings are invalid: {e}"))
+fn invalid(error: SettingsError) -> String {
+    format!("the policy settings are invalid: {error}")
 }
 
 /// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
 /// and writes, from which the answer is written with the pod's own text for everything else.
-fn inject(payload: &[u8], config: &Config<'_>) -> Verdict {
+fn inject(payload: &str, config: &Config<'_>) -> Verdict {
     let mut pod = match view::read_object(payload, &engine::POD) {
         Ok(pod) => pod,
         Err(rejection) => return reject(rejection.to_string()),

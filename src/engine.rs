@@ -17,7 +17,7 @@ use crate::merge::{
 };
 use crate::multus;
 use crate::placement;
-use crate::profile::{Device, DeviceCount, EnvChange, EnvVar, Mount, Profile, Sidecar, Volume};
+use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Sidecar, Volume};
 use crate::quantity::{self, QuantityError};
 use crate::view::{Member, Node, Object, Shape};
 
@@ -110,17 +110,20 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
             .is_some_and(|p| !p.is_null());
 
     // Where the pod may run decides its device count and adds its instance type's env.
-    let placement = profile
-        .device
-        .as_ref()
-        .map(|device| placement::place(profile, device, &placement::instance_types(spec)));
+    let placement = match &profile.device {
+        Some(device) => Some(placement::place(
+            profile,
+            device,
+            &placement::instance_types(spec),
+        )?),
+        None => None,
+    };
     let mut instance_env = Vec::new();
     if let Some(placement) = &placement {
         outcome.warnings.extend(placement.warnings.iter().cloned());
         if !placement.env.is_empty() {
             instance_env = profile.env.clone();
-            let changes: Vec<EnvChange<'_>> = placement.env.iter().map(|c| (*c).clone()).collect();
-            apply_env(&mut instance_env, &changes);
+            apply_env(&mut instance_env, &placement.env);
         }
     }
     let env = if placement.as_ref().is_some_and(|p| !p.env.is_empty()) {

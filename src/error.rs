@@ -35,6 +35,9 @@ pub enum Rejection {
     UnreadableNetworks { value: String },
     /// The pod is not JSON the policy can read.
     Unreadable { reason: String },
+    /// A part of the settings read only for the pods that need it (an instance table's row) is
+    /// wrong; the policy server refuses such settings when it loads them.
+    Settings { message: String },
 }
 
 pub const MAX_NETWORKS: u64 = 128;
@@ -126,6 +129,9 @@ impl fmt::Display for Rejection {
                 "annotation k8s.v1.cni.cncf.io/networks is {value:?}, which is neither \"ns/name,ns/name\" nor a JSON list of networks; fix it or remove it"
             ),
             Rejection::Unreadable { reason } => write!(f, "cannot read the pod: {reason}"),
+            Rejection::Settings { message } => {
+                write!(f, "the policy settings are invalid: {message}")
+            }
         }
     }
 }

@@ -71,9 +71,43 @@ pub fn render(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
-/// The JSON text of a string.
+/// The JSON text of a string, escaped as serde_json escapes it. Written by hand: every added
+/// env value, annotation and device count goes through it.
 pub fn render_string(value: &str) -> String {
-    render(&value)
+    let mut out = String::with_capacity(value.len() + 2);
+    push_string(&mut out, value);
+    out
+}
+
+/// Appends the JSON text of a string.
+pub fn push_string(out: &mut String, value: &str) {
+    out.push('"');
+    let mut plain = 0;
+    for (at, byte) in value.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&value[plain..at]);
+        plain = at + 1;
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        } else {
+            out.push_str(escape);
+        }
+    }
+    out.push_str(&value[plain..]);
+    out.push('"');
 }
 
 /// Joins the JSON texts of `items` as list items.
@@ -97,6 +131,22 @@ mod tests {
     impl Fragment for Var {
         fn json(&self) -> Cow<'_, str> {
             Cow::Owned(format!(r#"{{"name":"{}","value":"{}"}}"#, self.0, self.1))
+        }
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        for s in [
+            "",
+            "plain",
+            "say \"hi\"",
+            "back\\slash",
+            "a\nb\rc\td",
+            "\u{8}\u{c}\u{1}\u{1f}\u{7f}",
+            "é ∑ 🚀",
+            "</script>",
+        ] {
+            assert_eq!(render_string(s), serde_json::to_string(s).unwrap(), "{s:?}");
         }
     }
 

@@ -11,10 +11,11 @@ use std::marker::PhantomData;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-/// Reads JSON text. The module reads all its JSON through this one reader (bytes), because
-/// every reader type gets its own copy of serde_json's parser for every type it reads.
+/// Reads JSON text. The module reads all its JSON through this one reader (text: the payload is
+/// checked as UTF-8 once, then no string needs checking again), because every reader type gets
+/// its own copy of serde_json's parser for every kind of input it reads.
 pub fn read<'a, T: Deserialize<'a>>(json: &'a str) -> serde_json::Result<T> {
-    serde_json::from_slice(json.as_bytes())
+    serde_json::from_str(json)
 }
 
 /// A value read leniently: the wrong JSON type reads as `T::default()`.

@@ -282,8 +282,8 @@ pub(crate) mod tests {
     };
 
     /// The payload of a request whose object is `container`, for `crate::view::read_object`.
-    pub fn payload(object: &Value) -> Vec<u8> {
-        serde_json::to_vec(&json!({"request": {"object": object}})).unwrap()
+    pub fn payload(object: &Value) -> String {
+        json!({"request": {"object": object}}).to_string()
     }
 
     /// Runs `change` on `container` and returns its result and the container written back.
@@ -395,16 +395,22 @@ pub(crate) mod tests {
     /// The check that keeps the engine's reads and the view's shape in step, seen failing.
     #[test]
     #[cfg(debug_assertions)]
-    #[should_panic(expected = "the engine reads `env` as Object, but the view's shape reads it as Text")]
+    #[should_panic(
+        expected = "the engine reads `env` as Object, but the view's shape reads it as Text"
+    )]
     fn a_read_the_shape_does_not_parse_is_caught() {
-        changed(json!({"env": {}}), |c| object(c, "env").map(drop)).0.ok();
+        changed(json!({"env": {}}), |c| object(c, "env").map(drop))
+            .0
+            .ok();
     }
 
     #[test]
     #[cfg(debug_assertions)]
     #[should_panic(expected = "the engine reads `securityContext` as Text")]
     fn a_text_read_of_a_parsed_member_is_caught() {
-        changed(json!({}), |c| append(c, "securityContext", "1".into())).0.ok();
+        changed(json!({}), |c| append(c, "securityContext", "1".into()))
+            .0
+            .ok();
     }
 
     #[test]

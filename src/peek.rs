@@ -18,7 +18,7 @@ use crate::tape::Tape;
 pub struct Envelope<'a> {
     #[serde(borrow)]
     pub request: Request<'a>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "crate::settings::read_tape")]
     pub settings: Option<Tape<'a>>,
 }
 

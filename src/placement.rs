@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use crate::error::Rejection;
 use crate::lenient::{Members, items, members, string};
 use crate::merge::{Read, expect_read};
 use crate::profile::{Device, DeviceCount, EnvChange, InstanceType, Profile};
@@ -22,13 +23,13 @@ const LABELS: [&str; 2] = [
 
 /// What the pod's instance types decide.
 #[derive(Debug)]
-pub struct Placement<'p, 'a> {
+pub struct Placement<'a> {
     /// How many devices a GPU container gets.
     pub count: DeviceCount,
     /// The named types the table knows, in the order the pod names them.
-    pub known: Vec<&'p InstanceType<'a>>,
+    pub known: Vec<InstanceType<'a>>,
     /// The instance-type env entries that apply.
-    pub env: Vec<&'p EnvChange<'a>>,
+    pub env: Vec<EnvChange<'a>>,
     pub warnings: Vec<String>,
 }
 
@@ -110,21 +111,34 @@ fn term_types(term: &RawValue) -> Option<Vec<Cow<'_, str>>> {
     allowed
 }
 
-/// What the named `types` decide for `profile`'s `device`.
-pub fn place<'p, 'a>(
-    profile: &'p Profile<'a>,
+/// What the named `types` decide for `profile`'s `device`. An error is a settings problem in a
+/// row of the instance table the pod names.
+pub fn place<'a>(
+    profile: &Profile<'a>,
     device: &Device<'_>,
     types: &[Cow<'_, str>],
-) -> Placement<'p, 'a> {
-    let lookup = |name: &Cow<'_, str>| profile.instance_types.iter().find(|t| t.name == *name);
-    let known: Vec<&'p InstanceType<'a>> = types.iter().filter_map(lookup).collect();
+) -> Result<Placement<'a>, Rejection> {
+    // Each named type's row, read once: `None` where the table does not know it.
+    let mut rows = Vec::with_capacity(types.len());
+    for name in types {
+        rows.push(
+            profile
+                .instance_types
+                .get(name)
+                .map_err(|message| Rejection::Settings { message })?,
+        );
+    }
     let mut warnings = Vec::new();
     let count = match device.count {
         DeviceCount::PerContainer(n) => DeviceCount::PerContainer(n),
         DeviceCount::PerGpu(setting) if types.is_empty() => DeviceCount::PerGpu(setting),
         DeviceCount::PerGpu(setting) => {
-            let unknown: Vec<&Cow<'_, str>> =
-                types.iter().filter(|t| lookup(t).is_none()).collect();
+            let unknown: Vec<&Cow<'_, str>> = types
+                .iter()
+                .zip(&rows)
+                .filter(|(_, row)| row.is_none())
+                .map(|(name, _)| name)
+                .collect();
             // With no table at all the setting is the cluster's one count, as in the chart:
             // only a table that lacks the type is worth a warning.
             if !unknown.is_empty() && !profile.instance_types.is_empty() {
@@ -140,16 +154,18 @@ pub fn place<'p, 'a>(
                     device.cloud,
                 ));
             }
-            let worth = |name: &Cow<'_, str>| lookup(name).map_or(setting, InstanceType::per_gpu);
+            let worth = |row: &Option<InstanceType<'_>>| {
+                row.as_ref().map_or(setting, InstanceType::per_gpu)
+            };
             // The first of the smallest, so that the answer does not depend on ties.
-            let mut smallest = &types[0];
-            for name in &types[1..] {
-                if worth(name) < worth(smallest) {
-                    smallest = name;
+            let mut smallest = 0;
+            for (i, row) in rows.iter().enumerate().skip(1) {
+                if worth(row) < worth(&rows[smallest]) {
+                    smallest = i;
                 }
             }
             if types.len() > 1 {
-                let why = match lookup(smallest) {
+                let why = match &rows[smallest] {
                     Some(t) => format!("{:?}: {} per {} GPUs", t.name, t.devices, t.gpus),
                     None => format!("{setting} per GPU"),
                 };
@@ -160,19 +176,21 @@ pub fn place<'p, 'a>(
                     device.resource,
                 ));
             }
-            DeviceCount::PerGpu(worth(smallest))
+            DeviceCount::PerGpu(worth(&rows[smallest]))
         }
     };
-    Placement {
+    let named = types.len();
+    let known: Vec<InstanceType<'a>> = rows.into_iter().flatten().collect();
+    Ok(Placement {
         count,
-        env: agreed_env(&known, types.len()),
+        env: agreed_env(&known, named),
         known,
         warnings,
-    }
+    })
 }
 
 /// The env entries every named type has alike; none unless the table knows every one.
-fn agreed_env<'p, 'a>(known: &[&'p InstanceType<'a>], named: usize) -> Vec<&'p EnvChange<'a>> {
+fn agreed_env<'a>(known: &[InstanceType<'a>], named: usize) -> Vec<EnvChange<'a>> {
     let Some((first, others)) = known.split_first().filter(|_| known.len() == named) else {
         return Vec::new();
     };
@@ -180,11 +198,12 @@ fn agreed_env<'p, 'a>(known: &[&'p InstanceType<'a>], named: usize) -> Vec<&'p E
         .env
         .iter()
         .filter(|change| others.iter().all(|t| t.env.contains(change)))
+        .cloned()
         .collect()
 }
 
 /// The warnings for known types whose nodes have fewer devices than the pod requests in all.
-pub fn over_capacity(placement: &Placement<'_, '_>, resource: &str, devices: u64) -> Vec<String> {
+pub fn over_capacity(placement: &Placement<'_>, resource: &str, devices: u64) -> Vec<String> {
     placement
         .known
         .iter()

@@ -7,8 +7,9 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::fragment::{Fragment, render};
+use crate::fragment::{Fragment, push_string, render};
 use crate::ratio::Ratio;
 
 /// Everything a cloud adds to an opted-in pod.
@@ -35,9 +36,8 @@ pub struct Profile<'a> {
     pub annotations: Vec<(&'static str, Cow<'a, str>)>,
     /// A Multus network listed once per device of the whole pod.
     pub network: Option<Network<'a>>,
-    /// Device counts, and env, per instance type: the settings' entries, then the built-in rows
-    /// of the device's plugin.
-    pub instance_types: Vec<InstanceType<'a>>,
+    /// Device counts, and env, per instance type.
+    pub instance_types: InstanceTable<'a>,
     /// The fabric needs the whole node: pods with fewer GPUs are warned about.
     pub whole_node: Option<WholeNode>,
 }
@@ -76,6 +76,68 @@ impl InstanceType<'_> {
     }
 }
 
+/// The instance table (behaviour.md §3.5): the settings' `instanceTypes` over the built-in rows
+/// of the device's plugin.
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceTable<'a> {
+    /// The settings block the table is in, for messages.
+    pub cloud: &'static str,
+    /// The settings' `instanceTypes`, as its text: a pod needs one row of a table that may have
+    /// dozens, so a row is read when a pod names it. (Kept as one text rather than a text per
+    /// row: capturing each row costs the pods that are not the policy's more than one lookup
+    /// costs those that are.)
+    pub settings: Option<&'a RawValue>,
+    /// Reads the row of a type from `settings`; the settings' reader, which checks the row.
+    pub read:
+        for<'r> fn(&'static str, &'r RawValue, &str) -> Result<Option<InstanceType<'r>>, String>,
+    /// The built-in rows, where the device is their plugin's resource.
+    pub built_in: &'static [Row],
+}
+
+impl<'a> InstanceTable<'a> {
+    pub const NONE: InstanceTable<'static> = InstanceTable {
+        cloud: "",
+        settings: None,
+        read: |_, _, _| Ok(None),
+        built_in: &[],
+    };
+
+    /// The row of `name`: the settings', else the built-in one. An error is a settings problem.
+    pub fn get(&self, name: &str) -> Result<Option<InstanceType<'a>>, String> {
+        if let Some(settings) = self.settings {
+            if let Some(row) = (self.read)(self.cloud, settings, name)? {
+                return Ok(Some(row));
+            }
+        }
+        Ok(self
+            .built_in
+            .iter()
+            .find(|row| row.instance_type == name)
+            .map(|row| InstanceType {
+                name: Cow::Borrowed(row.instance_type),
+                devices: row.devices,
+                gpus: row.gpus,
+                env: Vec::new(),
+            }))
+    }
+
+    /// Whether the table has no row at all.
+    pub fn is_empty(&self) -> bool {
+        let no_settings = self
+            .settings
+            .is_none_or(|t| crate::lenient::members(t).0.is_empty());
+        no_settings && self.built_in.is_empty()
+    }
+}
+
+/// One built-in instance row. Each is a vendor's fact; its source is cited beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub instance_type: &'static str,
+    pub devices: u64,
+    pub gpus: u64,
+}
+
 /// One entry of a settings `env` map: a value to set, or `None` to not inject the variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvChange<'a> {
@@ -105,13 +167,17 @@ pub struct EnvVar<'a> {
 impl<'a> EnvVar<'a> {
     /// An entry whose value comes from the settings.
     pub fn new(name: Cow<'a, str>, value: Cow<'a, str>) -> EnvVar<'a> {
-        let mut var = EnvVar {
+        let mut json = String::with_capacity(name.len() + value.len() + 22);
+        json.push_str("{\"name\":");
+        push_string(&mut json, &name);
+        json.push_str(",\"value\":");
+        push_string(&mut json, &value);
+        json.push('}');
+        EnvVar {
             name,
             value,
-            json: Cow::Borrowed(""),
-        };
-        var.json = Cow::Owned(render(&var));
-        var
+            json: Cow::Owned(json),
+        }
     }
 }
 

@@ -10,8 +10,7 @@
 
 use std::borrow::Cow;
 
-
-use crate::clouds::{self, Cloud, CloudSettings, Kind, Param};
+use crate::clouds::{self, Cloud, Key, Kind, Param, apply_env};
 use crate::error::Path;
 use crate::fragment::render_string;
 use crate::k8s_names::{
@@ -19,10 +18,11 @@ use crate::k8s_names::{
     is_qualified_name_part,
 };
 use crate::lenient::read;
-use crate::tape::{JsonType, Tape, Value};
 use crate::merge::same_capability;
-use crate::profile::{EnvChange, InstanceType};
+use crate::profile::{EnvChange, InstanceTable, InstanceType, Profile};
 use crate::ratio::{MAX_DECIMALS, Ratio};
+use crate::tape::{JsonType, Tape, Value};
+use serde_json::value::RawValue;
 
 pub const DEFAULT_TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 pub const DEFAULT_OWNER_KINDS: [&str; 5] = ["PyTorchJob", "MPIJob", "Job", "RunaiJob", "JobSet"];
@@ -42,15 +42,78 @@ const INSTANCE_KEYS: [&str; 3] = ["devicesPerNode", "gpusPerNode", "env"];
 const MAX_DEVICES_PER_NODE: u64 = 1024;
 
 /// Validated settings: what the rest of the policy works from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Config<'a> {
     /// The one enabled cloud, with what the settings give its keys.
     pub cloud: CloudSettings<'a>,
+    pub common: Common<'a>,
+}
+
+/// The settings that decide whether a pod is the policy's (behaviour.md §2): all that is read
+/// for the pods that are not, most pods of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Common<'a> {
     pub trigger: Cow<'a, str>,
     /// Empty means any owner kind, or none.
     pub owner_kinds: Vec<Cow<'a, str>>,
     /// Empty means any owner API group, or none.
     pub owner_groups: Vec<Cow<'a, str>>,
+}
+
+/// What the settings give one cloud's block.
+#[derive(Debug, Clone)]
+pub struct CloudSettings<'a> {
+    pub cloud: &'static Cloud,
+    /// The cloud's own keys that are set, in the order of [`Cloud::keys`].
+    pub set: Vec<(&'static Key, Param<'a>)>,
+    /// `env`, sorted by name, one entry a name.
+    pub env: Vec<EnvChange<'a>>,
+    pub capabilities: Vec<Cow<'a, str>>,
+    /// `instanceTypes`, as its text: its rows are read when a pod names them (they were all
+    /// checked when the policy server loaded the settings).
+    pub instance_types: Option<&'a RawValue>,
+}
+
+impl<'a> CloudSettings<'a> {
+    /// The cloud's injection with the settings applied (behaviour.md §1.2, §1.3, §3.6).
+    pub fn profile(&self) -> Profile<'a> {
+        let mut profile = (self.cloud.profile)();
+        for (key, param) in &self.set {
+            (key.apply)(&mut profile, param.clone());
+        }
+        apply_env(&mut profile.env, &self.env);
+        for capability in &self.capabilities {
+            let present = profile
+                .capabilities
+                .iter()
+                .any(|c| same_capability(c, capability));
+            if !present {
+                profile.capabilities.push(capability.clone());
+            }
+        }
+        // A built-in row is a fact about one plugin's resource.
+        let built_in = match (self.cloud.plugin, &profile.device) {
+            (Some(plugin), Some(device)) if device.resource == plugin.resource => plugin.rows,
+            _ => &[],
+        };
+        profile.instance_types = InstanceTable {
+            cloud: self.cloud.name,
+            settings: self.instance_types,
+            read: instance_row,
+            built_in,
+        };
+        profile
+    }
+}
+
+/// The paths of the settings kept as text on the request's tape: the instance tables.
+pub const LAZY: &[&str] = &["*", INSTANCE_TYPES];
+
+/// The settings of a request, read onto a tape in the request's own pass.
+pub fn read_tape<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Tape<'a>>, D::Error> {
+    Tape::read_lazy(deserializer, LAZY).map(Some)
 }
 
 /// Every problem found in the settings, each naming its field.
@@ -64,28 +127,25 @@ impl std::fmt::Display for SettingsError {
 }
 
 impl<'a> Config<'a> {
-    /// Reads and checks settings given as JSON text. `null` counts as `{}` (the host sends `{}`
-    /// when there are none).
+    /// Reads and checks settings given as JSON text, every row of every instance table
+    /// included: what `validate_settings` answers. `null` counts as `{}` (the host sends `{}` when
+    /// there are none).
     pub fn read(text: &'a str) -> Result<Config<'a>, SettingsError> {
-        let tape: Tape<'a> = read(text)
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let tape = Tape::read_lazy(&mut deserializer, LAZY)
+            .and_then(|tape| deserializer.end().map(|()| tape))
             .map_err(|e| SettingsError(vec![format!("settings are not valid JSON: {e}")]))?;
-        Config::from_tape(&tape)
+        Config::checked(&tape, Rows::All)
     }
 
-    /// Reads and checks settings read with the request. The configuration borrows the text the
-    /// tape borrows, not the tape.
+    /// Reads and checks the settings of a request; the instance tables' rows are checked when a
+    /// pod names them. The configuration borrows the text the tape borrows, not the tape.
     pub fn from_tape(tape: &Tape<'a>) -> Result<Config<'a>, SettingsError> {
-        let top = tape.root();
-        match top.json_type() {
-            JsonType::Null | JsonType::Object => {}
-            other => {
-                return Err(SettingsError(vec![format!(
-                    "settings must be an object with one of {}, got {}",
-                    cloud_names(),
-                    other.name()
-                )]));
-            }
-        }
+        Config::checked(tape, Rows::Named)
+    }
+
+    fn checked(tape: &Tape<'a>, rows: Rows) -> Result<Config<'a>, SettingsError> {
+        let top = top(tape)?;
         let mut r = Reader::default();
         for (key, _) in top.members() {
             let known = COMMON_KEYS.contains(&key.as_ref())
@@ -106,33 +166,13 @@ impl<'a> Config<'a> {
         for cloud in clouds::ALL {
             if let Some(block) = r.block(top, cloud.name) {
                 let on = r.enabled(&Path::Key(&Path::Root, cloud.name), block);
-                let settings = r.cloud(cloud, block);
+                let settings = r.cloud(cloud, block, rows);
                 if on {
                     enabled.push(settings);
                 }
             }
         }
-
-        let trigger = r.text(
-            &Path::Key(&Path::Root, "triggerAnnotation"),
-            top.get("triggerAnnotation"),
-            is_qualified_name,
-            "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)",
-        );
-        let owner_kinds = r.list(
-            "ownerKinds",
-            top,
-            &DEFAULT_OWNER_KINDS,
-            is_kind,
-            "a kind such as PyTorchJob",
-        );
-        let owner_groups = r.list(
-            "ownerApiGroups",
-            top,
-            &DEFAULT_OWNER_GROUPS,
-            |g| g.is_empty() || is_dns1123_subdomain(g),
-            "an API group such as batch.volcano.sh (\"\" for the core group)",
-        );
+        let common = r.common(top);
 
         let cloud = match enabled.len() {
             1 => enabled.pop(),
@@ -153,14 +193,45 @@ impl<'a> Config<'a> {
             }
         };
         match cloud {
-            Some(cloud) if r.errors.is_empty() => Ok(Config {
-                cloud,
-                trigger: trigger.unwrap_or(Cow::Borrowed(DEFAULT_TRIGGER)),
-                owner_kinds,
-                owner_groups,
-            }),
+            Some(cloud) if r.errors.is_empty() => Ok(Config { cloud, common }),
             _ => Err(SettingsError(r.errors)),
         }
+    }
+}
+
+impl<'a> Common<'a> {
+    /// Reads and checks only the keys that decide whether a pod is the policy's.
+    pub fn from_tape(tape: &Tape<'a>) -> Result<Common<'a>, SettingsError> {
+        let top = top(tape)?;
+        let mut r = Reader::default();
+        let common = r.common(top);
+        if r.errors.is_empty() {
+            Ok(common)
+        } else {
+            Err(SettingsError(r.errors))
+        }
+    }
+}
+
+/// Which rows of the instance tables a read checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// All of them: the settings the policy server loads.
+    All,
+    /// Those a pod names, when it names them: the settings of a request.
+    Named,
+}
+
+/// The settings object; `null` reads as `{}`.
+fn top<'t, 'a>(tape: &'t Tape<'a>) -> Result<Value<'t, 'a>, SettingsError> {
+    let top = tape.root();
+    match top.json_type() {
+        JsonType::Null | JsonType::Object => Ok(top),
+        other => Err(SettingsError(vec![format!(
+            "settings must be an object with one of {}, got {}",
+            cloud_names(),
+            other.name()
+        )])),
     }
 }
 
@@ -192,6 +263,35 @@ struct Reader {
 }
 
 impl Reader {
+    /// `triggerAnnotation`, `ownerKinds`, `ownerApiGroups`.
+    fn common<'a>(&mut self, top: Value<'_, 'a>) -> Common<'a> {
+        let trigger = self.text(
+            &Path::Key(&Path::Root, "triggerAnnotation"),
+            top.get("triggerAnnotation"),
+            is_qualified_name,
+            "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)",
+        );
+        let owner_kinds = self.list(
+            "ownerKinds",
+            top,
+            &DEFAULT_OWNER_KINDS,
+            is_kind,
+            "a kind such as PyTorchJob",
+        );
+        let owner_groups = self.list(
+            "ownerApiGroups",
+            top,
+            &DEFAULT_OWNER_GROUPS,
+            |g| g.is_empty() || is_dns1123_subdomain(g),
+            "an API group such as batch.volcano.sh (\"\" for the core group)",
+        );
+        Common {
+            trigger: trigger.unwrap_or(Cow::Borrowed(DEFAULT_TRIGGER)),
+            owner_kinds,
+            owner_groups,
+        }
+    }
+
     fn unknown_key(&mut self, path: &Path<'_>, key: &str, allowed: &[&str]) {
         let place = match path {
             Path::Root => "at the top level".to_string(),
@@ -239,7 +339,12 @@ impl Reader {
     }
 
     /// Everything a cloud block sets.
-    fn cloud<'a>(&mut self, cloud: &'static Cloud, block: Value<'_, 'a>) -> CloudSettings<'a> {
+    fn cloud<'a>(
+        &mut self,
+        cloud: &'static Cloud,
+        block: Value<'_, 'a>,
+        rows: Rows,
+    ) -> CloudSettings<'a> {
         let path = &Path::Key(&Path::Root, cloud.name);
         for (key, _) in block.members() {
             let known = BLOCK_KEYS.contains(&key.as_ref())
@@ -290,8 +395,8 @@ impl Reader {
             None => Vec::new(),
         };
         let instance_types = match block.get(INSTANCE_TYPES).filter(|_| cloud.plugin.is_some()) {
-            Some(raw) => self.instance_types(&Path::Key(path, INSTANCE_TYPES), raw),
-            None => Vec::new(),
+            Some(table) => self.instance_table(&Path::Key(path, INSTANCE_TYPES), table, rows),
+            None => None,
         };
         CloudSettings {
             cloud,
@@ -394,7 +499,7 @@ impl Reader {
             }
         }
         let errors = self.errors.len();
-        let count = raw.len();
+        let count = raw.count();
         if let Some(len) = len.filter(|len| *len != count) {
             self.errors.push(format!(
                 "{path}: must have exactly {len} items, got {count}"
@@ -494,80 +599,109 @@ impl Reader {
         changes
     }
 
-    /// An `instanceTypes` map (behaviour.md §1.2); the last of a repeated type counts.
-    fn instance_types<'a>(
+    /// An `instanceTypes` map (behaviour.md §1.2), as its text; its rows checked if `rows` asks.
+    fn instance_table<'a>(
         &mut self,
         path: &Path<'_>,
-        raw: Value<'_, 'a>,
-    ) -> Vec<InstanceType<'a>> {
-        match raw.json_type() {
-            JsonType::Null => return Vec::new(),
+        table: Value<'_, 'a>,
+        rows: Rows,
+    ) -> Option<&'a RawValue> {
+        match table.json_type() {
+            JsonType::Null => return None,
             JsonType::Object => {}
             other => {
                 self.errors.push(format!(
                     "{path}: must be an object of instance type: {{devicesPerNode: D, gpusPerNode: P}}, got {}",
                     other.name()
                 ));
-                return Vec::new();
+                return None;
             }
         }
-        let mut types: Vec<InstanceType<'a>> = Vec::new();
-        for (name, entry) in raw.members() {
-            let at = &Path::Entry(path, name);
-            if !is_qualified_name_part(name) {
-                self.errors.push(format!(
-                    "{at}: not an instance type; node.kubernetes.io/instance-type values are at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-                ));
-                continue;
-            }
-            if entry.json_type() != JsonType::Object {
-                self.errors.push(format!(
-                    "{at}: must be an object such as {{devicesPerNode: 32, gpusPerNode: 8}}, got {}",
-                    entry.json_type().name()
-                ));
-                continue;
-            }
-            let fields = entry;
-            for (key, _) in fields.members() {
-                if !INSTANCE_KEYS.contains(&key.as_ref()) {
-                    self.unknown_key(at, key, &INSTANCE_KEYS);
-                }
-            }
-            let mut count = |key: &str, min: u64, max: u64, what: &str| {
-                let field = &Path::Key(at, key);
-                match fields.get(key).filter(|raw| !raw.is_null()) {
-                    Some(raw) => self.whole(field, raw, min, max),
-                    None => {
-                        self.errors.push(format!("{field}: missing; set {what}"));
-                        None
-                    }
-                }
-            };
-            let devices = count(
-                "devicesPerNode",
-                0,
-                MAX_DEVICES_PER_NODE,
-                "the devices the node's device plugin advertises",
-            );
-            let gpus = count("gpusPerNode", 1, MAX_PER_GPU, "the node's GPUs");
-            let env = match fields.get("env") {
-                Some(raw) => self.env(&Path::Key(at, "env"), raw),
-                None => Vec::new(),
-            };
-            if let (Some(devices), Some(gpus)) = (devices, gpus) {
-                let row = InstanceType {
-                    name: name.clone(),
-                    devices,
-                    gpus,
-                    env,
-                };
-                match types.iter_mut().find(|t| t.name == row.name) {
-                    Some(earlier) => *earlier = row,
-                    None => types.push(row),
+        let text = table.as_text()?;
+        if rows == Rows::All {
+            // The text was read as JSON already: it reads again.
+            if let Ok(tape) = read::<Tape<'a>>(text.get()) {
+                for (name, entry) in tape.root().members() {
+                    self.row(&Path::Entry(path, name), name, entry);
                 }
             }
         }
-        types
+        Some(text)
+    }
+
+    /// One row of an instance table.
+    fn row<'a>(
+        &mut self,
+        at: &Path<'_>,
+        name: &Cow<'a, str>,
+        entry: Value<'_, 'a>,
+    ) -> Option<InstanceType<'a>> {
+        if !is_qualified_name_part(name) {
+            self.errors.push(format!(
+                "{at}: not an instance type; node.kubernetes.io/instance-type values are at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+            ));
+            return None;
+        }
+        if entry.json_type() != JsonType::Object {
+            self.errors.push(format!(
+                "{at}: must be an object such as {{devicesPerNode: 32, gpusPerNode: 8}}, got {}",
+                entry.json_type().name()
+            ));
+            return None;
+        }
+        for (key, _) in entry.members() {
+            if !INSTANCE_KEYS.contains(&key.as_ref()) {
+                self.unknown_key(at, key, &INSTANCE_KEYS);
+            }
+        }
+        let mut count = |key: &str, min: u64, max: u64, what: &str| {
+            let field = &Path::Key(at, key);
+            match entry.get(key).filter(|raw| !raw.is_null()) {
+                Some(raw) => self.whole(field, raw, min, max),
+                None => {
+                    self.errors.push(format!("{field}: missing; set {what}"));
+                    None
+                }
+            }
+        };
+        let devices = count(
+            "devicesPerNode",
+            0,
+            MAX_DEVICES_PER_NODE,
+            "the devices the node's device plugin advertises",
+        );
+        let gpus = count("gpusPerNode", 1, MAX_PER_GPU, "the node's GPUs");
+        let env = match entry.get("env") {
+            Some(raw) => self.env(&Path::Key(at, "env"), raw),
+            None => Vec::new(),
+        };
+        Some(InstanceType {
+            name: name.clone(),
+            devices: devices?,
+            gpus: gpus?,
+            env,
+        })
+    }
+}
+
+/// The row of `name` in the instance table `table` of `cloud`'s block, checked; the last of a
+/// repeated type counts. The table's rows are read as text and only that row is parsed.
+pub fn instance_row<'a>(
+    cloud: &'static str,
+    table: &'a RawValue,
+    name: &str,
+) -> Result<Option<InstanceType<'a>>, String> {
+    let rows = crate::lenient::members(table);
+    let Some((key, text)) = rows.0.iter().rev().find(|(key, _)| key == name) else {
+        return Ok(None);
+    };
+    let tape: Tape<'a> = read(text.get()).map_err(|e| e.to_string())?;
+    let mut r = Reader::default();
+    let block = Path::Key(&Path::Root, cloud);
+    let path = Path::Key(&block, INSTANCE_TYPES);
+    match r.row(&Path::Entry(&path, key), key, tape.root()) {
+        Some(row) if r.errors.is_empty() => Ok(Some(row)),
+        _ => Err(SettingsError(r.errors).to_string()),
     }
 }
 
@@ -614,9 +748,9 @@ mod tests {
         with(json!({"oci": {"enabled": true}}), |config| {
             assert_eq!(config.cloud.cloud.name, "oci");
             assert_eq!(count(config), DeviceCount::PerGpu(Ratio::whole(8)));
-            assert_eq!(config.trigger, DEFAULT_TRIGGER);
-            assert_eq!(config.owner_kinds, DEFAULT_OWNER_KINDS);
-            assert_eq!(config.owner_groups, DEFAULT_OWNER_GROUPS);
+            assert_eq!(config.common.trigger, DEFAULT_TRIGGER);
+            assert_eq!(config.common.owner_kinds, DEFAULT_OWNER_KINDS);
+            assert_eq!(config.common.owner_groups, DEFAULT_OWNER_GROUPS);
         });
         with(json!({"azure": {"enabled": true}}), |config| {
             let device = config.cloud.profile().device.unwrap();
@@ -734,7 +868,7 @@ mod tests {
         );
         with(
             json!({"gcp": {"enabled": true}, "triggerAnnotation": "example.com/multi-node"}),
-            |config| assert_eq!(config.trigger, "example.com/multi-node"),
+            |config| assert_eq!(config.common.trigger, "example.com/multi-node"),
         );
     }
 
@@ -742,7 +876,11 @@ mod tests {
     fn owner_lists() {
         with(
             json!({"gcp": {"enabled": true}, "ownerKinds": [], "ownerApiGroups": []}),
-            |config| assert!(config.owner_kinds.is_empty() && config.owner_groups.is_empty()),
+            |config| {
+                assert!(
+                    config.common.owner_kinds.is_empty() && config.common.owner_groups.is_empty()
+                )
+            },
         );
         assert!(
             errors(json!({"gcp": {"enabled": true}, "ownerKinds": "Job"}))
@@ -783,10 +921,25 @@ mod tests {
         with(
             json!({"aws": {"enabled": true, "instanceTypes": {"p4d.24xlarge": {"devicesPerNode": 4, "gpusPerNode": 8, "env": {"X": "1"}}}}}),
             |config| {
-                let t = &config.cloud.instance_types[0];
+                let table = config.cloud.profile().instance_types;
+                let t = table.get("p4d.24xlarge").unwrap().unwrap();
                 assert_eq!((t.name.as_ref(), t.devices, t.gpus), ("p4d.24xlarge", 4, 8));
                 assert_eq!(t.env.len(), 1);
+                // p5 is a built-in row.
+                assert_eq!(table.get("p5.48xlarge").unwrap().unwrap().devices, 32);
+                assert_eq!(table.get("g5.48xlarge").unwrap(), None);
             },
+        );
+        // At request time a row is read when a pod names it, and a wrong one is an error then.
+        let text = json!({"aws": {"enabled": true, "instanceTypes": {"x": {"devicesPerNode": "4", "gpusPerNode": 8}, "y": {"devicesPerNode": 4, "gpusPerNode": 8}}}}).to_string();
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let tape = Tape::read_lazy(&mut de, LAZY).unwrap();
+        let config = Config::from_tape(&tape).expect("rows are not read before a pod names them");
+        let table = config.cloud.profile().instance_types;
+        assert_eq!(table.get("y").unwrap().unwrap().devices, 4);
+        assert_eq!(
+            table.get("x").unwrap_err(),
+            "aws.instanceTypes[x].devicesPerNode: must be a whole number from 0 to 1024, got \"4\""
         );
         let message = errors(json!({"aws": {"enabled": true, "instanceTypes": {
             "p5.48xlarge": {"devicesPerNode": 1025, "gpusPerNode": 0, "bogus": 1},
@@ -843,8 +996,10 @@ mod tests {
         // Added to a container that sets allowPrivilegeEscalation: false, SYS_ADMIN would make
         // the pod one the API server refuses.
         assert!(
-            errors(json!({"azure": {"enabled": true, "capabilities": ["IPC_LOCK", "cap_sys_admin"]}}))
-                .starts_with("azure.capabilities[1]: must be a capability name")
+            errors(
+                json!({"azure": {"enabled": true, "capabilities": ["IPC_LOCK", "cap_sys_admin"]}})
+            )
+            .starts_with("azure.capabilities[1]: must be a capability name")
         );
     }
 

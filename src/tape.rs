@@ -4,34 +4,52 @@
 //! Settings come with every request, so reading them must cost little beside the pod: a tree of
 //! `serde_json::Value` allocates a map and a string for every member, and reading members as
 //! `&RawValue` text parses each nested object again. The tape is built once, with one growing
-//! vector, and read by index.
+//! vector, and read by index. Values at the paths the reader names as lazy (the instance tables,
+//! most of a large configuration, of which a pod needs one row) stay text until asked for.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// A JSON document as a tape.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Tape<'a>(Vec<Node<'a>>);
 
+/// The empty tape reads as `null`.
+impl Default for Tape<'_> {
+    fn default() -> Self {
+        Tape(vec![Node {
+            key: None,
+            value: Scalar::Null,
+        }])
+    }
+}
+
 /// One value of the tape; an object's or list's members follow it, up to `end`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 struct Node<'a> {
     /// The member's key, where the value is an object's member.
     key: Option<Cow<'a, str>>,
     value: Scalar<'a>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 enum Scalar<'a> {
     Null,
     Bool(bool),
     Number(serde_json::Number),
     String(Cow<'a, str>),
     /// The nodes of its items follow, up to (not including) `end`.
-    List { end: usize },
-    Object { end: usize },
+    List {
+        end: usize,
+    },
+    Object {
+        end: usize,
+    },
+    /// A value at a lazy path, as its text.
+    Text(&'a RawValue),
 }
 
 /// The JSON types, as messages name them.
@@ -88,6 +106,22 @@ impl<'t, 'a> Value<'t, 'a> {
             Scalar::String(_) => JsonType::String,
             Scalar::List { .. } => JsonType::List,
             Scalar::Object { .. } => JsonType::Object,
+            Scalar::Text(raw) => match raw.get().as_bytes().first() {
+                Some(b'{') => JsonType::Object,
+                Some(b'[') => JsonType::List,
+                Some(b'"') => JsonType::String,
+                Some(b'n') => JsonType::Null,
+                Some(b't' | b'f') => JsonType::Bool,
+                _ => JsonType::Number,
+            },
+        }
+    }
+
+    /// The text of a value at a lazy path.
+    pub fn as_text(&self) -> Option<&'a RawValue> {
+        match self.node().value {
+            Scalar::Text(raw) => Some(raw),
+            _ => None,
         }
     }
 
@@ -145,10 +179,14 @@ impl<'t, 'a> Value<'t, 'a> {
 
     /// An object's member; the last of a repeated key, as in any JSON decoder.
     pub fn get(&self, key: &str) -> Option<Value<'t, 'a>> {
-        self.members().filter(|(k, _)| *k == key).map(|(_, v)| v).last()
+        self.members()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .last()
     }
 
-    pub fn len(&self) -> usize {
+    /// How many members or items it has.
+    pub fn count(&self) -> usize {
         self.children().count()
     }
 }
@@ -181,10 +219,22 @@ impl<'t, 'a> Iterator for Children<'t, 'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Tape<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Tape::read_lazy(deserializer, &[])
+    }
+}
+
+impl<'a> Tape<'a> {
+    /// Reads a document, keeping as text the values at `lazy`: a path of keys from the root,
+    /// `*` standing for any key (`["*", "instanceTypes"]`).
+    pub fn read_lazy<'de: 'a, D: Deserializer<'de>>(
+        deserializer: D,
+        lazy: &'static [&'static str],
+    ) -> Result<Tape<'a>, D::Error> {
         let mut nodes = Vec::new();
         Push {
             nodes: &mut nodes,
             key: None,
+            lazy: Some(lazy).filter(|lazy| !lazy.is_empty()),
         }
         .deserialize(deserializer)?;
         Ok(Tape(nodes))
@@ -195,6 +245,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Tape<'a> {
 struct Push<'v, 'a> {
     nodes: &'v mut Vec<Node<'a>>,
     key: Option<Cow<'a, str>>,
+    /// The rest of the lazy path below this value, if this value is on it.
+    lazy: Option<&'static [&'static str]>,
 }
 
 impl<'de: 'a, 'a> DeserializeSeed<'de> for Push<'_, 'a> {
@@ -279,7 +331,11 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         self.container(false, |nodes| {
             while seq
-                .next_element_seed(Push { nodes, key: None })?
+                .next_element_seed(Push {
+                    nodes,
+                    key: None,
+                    lazy: None,
+                })?
                 .is_some()
             {}
             Ok(())
@@ -287,12 +343,27 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let lazy = self.lazy;
         self.container(true, |nodes| {
             while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                map.next_value_seed(Push {
-                    nodes,
-                    key: Some(key),
-                })?;
+                let below = lazy
+                    .and_then(|path| path.split_first())
+                    .filter(|(first, _)| **first == "*" || **first == key)
+                    .map(|(_, rest)| rest);
+                match below {
+                    Some([]) => {
+                        let text: &'de RawValue = map.next_value()?;
+                        nodes.push(Node {
+                            key: Some(key),
+                            value: Scalar::Text(text),
+                        });
+                    }
+                    _ => map.next_value_seed(Push {
+                        nodes,
+                        key: Some(key),
+                        lazy: below,
+                    })?,
+                }
             }
             Ok(())
         })
@@ -331,33 +402,104 @@ mod tests {
 
     #[test]
     fn members_and_items_skip_nested_values() {
-        let t = tape(r#"{"a": {"x": [1, {"y": 2}]}, "b": [true, null, "s"], "a": 3, "c\u0041": "é"}"#);
+        let t =
+            tape(r#"{"a": {"x": [1, {"y": 2}]}, "b": [true, null, "s"], "a": 3, "c\u0041": "é"}"#);
         let root = t.root();
         let keys: Vec<_> = root.members().map(|(k, _)| k.as_ref()).collect();
         assert_eq!(keys, ["a", "b", "a", "cA"]);
-        assert_eq!(root.get("a").and_then(|v| v.as_number()).map(ToString::to_string), Some("3".into()));
-        let b: Vec<_> = root.get("b").unwrap().items().map(|v| v.json_type()).collect();
+        assert_eq!(
+            root.get("a")
+                .and_then(|v| v.as_number())
+                .map(ToString::to_string),
+            Some("3".into())
+        );
+        let b: Vec<_> = root
+            .get("b")
+            .unwrap()
+            .items()
+            .map(|v| v.json_type())
+            .collect();
         assert_eq!(b, [JsonType::Bool, JsonType::Null, JsonType::String]);
         let first_a = root.members().next().unwrap().1;
-        assert_eq!(first_a.get("x").unwrap().len(), 2);
-        assert_eq!(first_a.get("x").unwrap().items().nth(1).unwrap().get("y").unwrap().as_number().unwrap().as_u64(), Some(2));
-        assert!(matches!(root.get("cA").unwrap().as_str(), Some(Cow::Owned(s)) if s == "é") || root.get("cA").unwrap().as_str().is_some());
+        assert_eq!(first_a.get("x").unwrap().count(), 2);
+        assert_eq!(
+            first_a
+                .get("x")
+                .unwrap()
+                .items()
+                .nth(1)
+                .unwrap()
+                .get("y")
+                .unwrap()
+                .as_number()
+                .unwrap()
+                .as_u64(),
+            Some(2)
+        );
+        assert!(
+            matches!(root.get("cA").unwrap().as_str(), Some(Cow::Owned(s)) if s == "é")
+                || root.get("cA").unwrap().as_str().is_some()
+        );
         // A scalar has no members or items; an object no items.
-        assert_eq!(root.get("b").unwrap().items().next().unwrap().members().count(), 0);
+        assert_eq!(
+            root.get("b")
+                .unwrap()
+                .items()
+                .next()
+                .unwrap()
+                .members()
+                .count(),
+            0
+        );
         assert_eq!(root.items().count(), 0);
     }
 
     #[test]
     fn strings_borrow_from_the_text_unless_escaped() {
         let t = tape(r#"{"plain": "abc", "escaped": "a\"b"}"#);
-        assert!(matches!(t.root().get("plain").unwrap().as_str(), Some(Cow::Borrowed("abc"))));
-        assert!(matches!(t.root().get("escaped").unwrap().as_str(), Some(Cow::Owned(s)) if s == "a\"b"));
+        assert!(matches!(
+            t.root().get("plain").unwrap().as_str(),
+            Some(Cow::Borrowed("abc"))
+        ));
+        assert!(
+            matches!(t.root().get("escaped").unwrap().as_str(), Some(Cow::Owned(s)) if s == "a\"b")
+        );
+    }
+
+    #[test]
+    fn lazy_paths_stay_text() {
+        let text = r#"{"aws": {"instanceTypes": {"p5": {"devicesPerNode": 32}}, "env": {"A": "1"}}, "instanceTypes": 1}"#;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let t = Tape::read_lazy(&mut de, &["*", "instanceTypes"]).unwrap();
+        let aws = t.root().get("aws").unwrap();
+        let types = aws.get("instanceTypes").unwrap();
+        assert_eq!(
+            types.as_text().map(RawValue::get),
+            Some(r#"{"p5": {"devicesPerNode": 32}}"#)
+        );
+        assert_eq!(types.json_type(), JsonType::Object);
+        assert_eq!(types.members().count(), 0);
+        assert_eq!(
+            aws.get("env")
+                .unwrap()
+                .get("A")
+                .unwrap()
+                .as_str()
+                .map(|s| s.as_ref()),
+            Some("1")
+        );
+        // Only at the path's depth.
+        assert!(t.root().get("instanceTypes").unwrap().as_number().is_some());
     }
 
     #[test]
     fn numbers_keep_their_kind() {
         let t = tape(r#"[0.5, -1, 18446744073709551615, 1e-6]"#);
-        let shown: Vec<String> = t.root().items().map(|v| v.as_number().unwrap().to_string()).collect();
+        let shown: Vec<String> = t
+            .root()
+            .items()
+            .map(|v| v.as_number().unwrap().to_string())
+            .collect();
         assert_eq!(shown, ["0.5", "-1", "18446744073709551615", "1e-6"]);
     }
 }

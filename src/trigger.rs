@@ -2,7 +2,7 @@
 //! as configured. Decided from the peeked metadata alone.
 
 use crate::peek::{PodPeek, Request};
-use crate::settings::Config;
+use crate::settings::Common;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -24,7 +24,7 @@ pub fn is_pod_create(request: &Request<'_>) -> bool {
         && kind.kind.as_str() == Some("Pod")
 }
 
-pub fn decide(pod: &PodPeek<'_>, config: &Config<'_>) -> Decision {
+pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
     match pod.annotation(&config.trigger).and_then(|v| v.as_str()) {
         Some("true") => {}
         Some(value) if near_miss(value) => {
@@ -61,7 +61,7 @@ fn near_miss(value: &str) -> bool {
 
 /// Two independent conditions, as in the reference: some owner has a listed kind, and some owner
 /// has a listed API group. An empty list accepts any owner, or none.
-fn owner_matches(pod: &PodPeek<'_>, config: &Config<'_>) -> bool {
+fn owner_matches(pod: &PodPeek<'_>, config: &Common<'_>) -> bool {
     let kind_ok = config.owner_kinds.is_empty()
         || pod.owners.iter().any(|o| {
             o.kind
@@ -83,17 +83,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn config(extra: serde_json::Value) -> Config<'static> {
+    fn config(extra: serde_json::Value) -> Common<'static> {
         let mut settings = json!({"gcp": {"enabled": true}});
         settings
             .as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
         // The configuration borrows from its text, which these tests keep for good.
-        Config::read(Box::leak(settings.to_string().into_boxed_str())).unwrap()
+        crate::settings::Config::read(Box::leak(settings.to_string().into_boxed_str()))
+            .unwrap()
+            .common
     }
 
-    fn decide_on(metadata: serde_json::Value, config: &Config) -> Decision {
+    fn decide_on(metadata: serde_json::Value, config: &Common) -> Decision {
         let text = json!({"metadata": metadata}).to_string();
         decide(&PodPeek::from_json(&text), config)
     }

@@ -192,8 +192,9 @@ impl<'a> Object<'a> {
 
 /// Reads `request.object` of an admission payload as an object of `shape`. A value the shape
 /// parses that is neither `null` nor of the shape's JSON type is a rejection naming its path.
-pub fn read_object<'a>(payload: &'a [u8], shape: &'static Shape) -> Result<Object<'a>, Rejection> {
+pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object<'a>, Rejection> {
     let wrong_type = Cell::new(None);
+    let found = Cell::new(None);
     let seed = Seed {
         member: Member::Object(shape),
         path: &Path::Root,
@@ -202,59 +203,70 @@ pub fn read_object<'a>(payload: &'a [u8], shape: &'static Shape) -> Result<Objec
     let read = At {
         keys: &["request", "object"],
         seed,
+        found: &found,
     };
-    let mut deserializer = serde_json::Deserializer::from_slice(payload);
+    let mut deserializer = serde_json::Deserializer::from_str(payload);
     let result = read.deserialize(&mut deserializer);
     if let Some(rejection) = wrong_type.take() {
         return Err(rejection);
     }
-    match result {
-        Ok(Some(Node::Object(object))) => Ok(object),
-        Ok(_) => Err(malformed("the object", "an object")),
-        Err(e) => Err(Rejection::Unreadable {
+    match (found.take(), result) {
+        (Some(Node::Object(object)), _) => Ok(object),
+        (Some(_), _) | (None, Ok(())) => Err(malformed("the object", "an object")),
+        (None, Err(e)) => Err(Rejection::Unreadable {
             reason: e.to_string(),
         }),
     }
 }
 
-/// Reads the value at a path of keys with `seed` and skips everything else. `None` when an object
-/// on the way lacks its key; a wrong type is an error (the decision's pass has read it already).
-struct At<'k, S> {
+/// Reads the value at a path of keys with `seed` into `found`, skipping everything before it,
+/// and stops there: what follows the object in the payload (the settings, often as long as the
+/// pod) was read in the decision's pass already. Nothing is found when an object on the way lacks
+/// its key; a wrong type is an error (the decision's pass has read it already).
+struct At<'k, 'p, 'de> {
     keys: &'k [&'static str],
-    seed: S,
+    seed: Seed<'p>,
+    found: &'p Cell<Option<Node<'de>>>,
 }
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for At<'_, S> {
-    type Value = Option<S::Value>;
+/// The error that stops the read once the value is found.
+const FOUND: &str = "found";
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+impl<'de> DeserializeSeed<'de> for At<'_, '_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for At<'_, S> {
-    type Value = Option<S::Value>;
+impl<'de> Visitor<'de> for At<'_, '_, 'de> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "an object with {:?}", self.keys)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let Some((&first, rest)) = self.keys.split_first() else {
-            return Ok(None);
+            return Ok(());
         };
-        let mut seed = Some(self.seed);
-        let mut found = None;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            match seed.take_if(|_| key == first) {
-                Some(seed) if rest.is_empty() => found = Some(map.next_value_seed(seed)?),
-                Some(seed) => found = map.next_value_seed(At { keys: rest, seed })?,
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+            if key != first {
+                map.next_value::<IgnoredAny>()?;
+            } else if rest.is_empty() {
+                self.found.set(Some(map.next_value_seed(self.seed)?));
+                return Err(de::Error::custom(FOUND));
+            } else {
+                // Returns only when the value is not there; it stops the read when it is.
+                map.next_value_seed(At {
+                    keys: rest,
+                    seed: self.seed,
+                    found: self.found,
+                })?;
             }
         }
-        Ok(found)
+        Ok(())
     }
 }
 
@@ -414,9 +426,10 @@ mod tests {
         ],
     };
 
-    fn payload(object: &str) -> Vec<u8> {
-        format!(r#"{{"request": {{"uid": "u", "object": {object}, "oldObject": null}}, "settings": {{}}}}"#)
-            .into_bytes()
+    fn payload(object: &str) -> String {
+        format!(
+            r#"{{"request": {{"uid": "u", "object": {object}, "oldObject": null}}, "settings": {{}}}}"#
+        )
     }
 
     fn written(object: &Object<'_>) -> String {

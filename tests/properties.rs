@@ -1637,11 +1637,36 @@ proptest! {
         )).unwrap();
         let valid = checked["valid"].as_bool().unwrap();
         prop_assert_eq!(valid, settings::check(&settings.to_string()).is_ok());
-        // Settings refused at load are refused on every pod; settings accepted at load never are.
+        // Settings accepted at load never refuse a pod. Refused ones refuse every Pod CREATE
+        // where the keys that decide whether a pod is the policy's are wrong, and otherwise may
+        // refuse only the pods that are the policy's (behaviour.md §1.4): the others pass.
         let refused = answer["message"]
             .as_str()
             .is_some_and(|m| m.starts_with("the policy settings are invalid"));
-        prop_assert_eq!(refused, !valid, "{}", answer);
+        let common_valid = settings.as_object().map_or(settings.is_null(), |top| {
+            let mut common = json!({"gcp": {"enabled": true}});
+            for key in ["triggerAnnotation", "ownerKinds", "ownerApiGroups"] {
+                if let Some(value) = top.get(key) {
+                    common[key] = value.clone();
+                }
+            }
+            settings::check(&common.to_string()).is_ok()
+        });
+        // An instance table's rows are read when a pod names them.
+        let mut without_rows = settings.clone();
+        if let Some(top) = without_rows.as_object_mut() {
+            for block in top.values_mut().filter_map(Value::as_object_mut) {
+                block.remove("instanceTypes");
+            }
+        }
+        let rows_only = settings::check(&without_rows.to_string()).is_ok();
+        if valid {
+            prop_assert!(!refused, "{}", answer);
+        } else if !common_valid {
+            prop_assert!(refused, "{}", answer);
+        } else if !refused && !rows_only {
+            prop_assert!(answer["accepted"] == true && answer["mutated_object"].is_null(), "{}", answer);
+        }
     }
 
     #[test]

@@ -10,8 +10,9 @@ mod oci;
 
 use std::borrow::Cow;
 
+pub use crate::profile::Row;
 use crate::profile::{
-    DeviceCount, EnvChange, EnvVar, InstanceType, Mount, Profile, Source, Volume, mount, var,
+    DeviceCount, EnvChange, EnvVar, InstanceTable, Mount, Profile, Source, Volume, mount, var,
 };
 use crate::ratio::Ratio;
 
@@ -86,27 +87,6 @@ pub struct Plugin {
     pub rows: &'static [Row],
 }
 
-/// One built-in instance row. Each is a vendor's fact; its source is cited beside it.
-#[derive(Debug, Clone, Copy)]
-pub struct Row {
-    pub instance_type: &'static str,
-    pub devices: u64,
-    pub gpus: u64,
-}
-
-/// What the settings give one cloud's block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CloudSettings<'a> {
-    pub cloud: &'static Cloud,
-    /// The cloud's own keys that are set, in the order of [`Cloud::keys`].
-    pub set: Vec<(&'static Key, Param<'a>)>,
-    /// `env`, sorted by name, one entry a name.
-    pub env: Vec<EnvChange<'a>>,
-    pub capabilities: Vec<Cow<'a, str>>,
-    /// `instanceTypes`, each entry's `env` sorted like `env`.
-    pub instance_types: Vec<InstanceType<'a>>,
-}
-
 impl PartialEq for Cloud {
     fn eq(&self, other: &Cloud) -> bool {
         self.name == other.name
@@ -130,62 +110,33 @@ impl Cloud {
     }
 }
 
-impl<'a> CloudSettings<'a> {
-    /// The cloud's injection with the settings applied (behaviour.md §1.2, §1.3, §3.6).
-    pub fn profile(&self) -> Profile<'a> {
-        let mut profile = (self.cloud.profile)();
-        for (key, param) in &self.set {
-            (key.apply)(&mut profile, param.clone());
-        }
-        apply_env(&mut profile.env, &self.env);
-        for capability in &self.capabilities {
-            let present = profile
-                .capabilities
-                .iter()
-                .any(|c| crate::merge::same_capability(c, capability));
-            if !present {
-                profile.capabilities.push(capability.clone());
-            }
-        }
-        profile.instance_types = self.instance_types.clone();
-        if let (Some(plugin), Some(device)) = (self.cloud.plugin, &profile.device) {
-            if device.resource == plugin.resource {
-                let built_in = plugin
-                    .rows
-                    .iter()
-                    .filter(|row| {
-                        !self
-                            .instance_types
-                            .iter()
-                            .any(|t| t.name == row.instance_type)
-                    })
-                    .map(|row| InstanceType {
-                        name: Cow::Borrowed(row.instance_type),
-                        devices: row.devices,
-                        gpus: row.gpus,
-                        env: Vec::new(),
-                    });
-                profile.instance_types.extend(built_in);
-            }
-        }
-        profile
-    }
-}
-
 /// Changes a list of variables by a settings `env` map (behaviour.md §3.6): a name the list has
 /// gets the new value in place, `None` removes it, new names are appended in `changes`' order.
+/// `changes` is sorted by name (as the settings' reader leaves it), so one pass does it.
 pub fn apply_env<'a>(env: &mut Vec<EnvVar<'a>>, changes: &[EnvChange<'a>]) {
-    for change in changes {
-        let at = env.iter().position(|var| var.name == change.name);
-        match (at, &change.value) {
-            (Some(at), Some(value)) => env[at] = EnvVar::new(change.name.clone(), value.clone()),
-            (Some(at), None) => {
-                env.remove(at);
+    if changes.is_empty() {
+        return;
+    }
+    let find = |name: &str| changes.binary_search_by(|c| c.name.as_ref().cmp(name)).ok();
+    let mut used = vec![false; changes.len()];
+    let mut changed = Vec::with_capacity(env.len() + changes.len());
+    for var in env.drain(..) {
+        match find(&var.name) {
+            None => changed.push(var),
+            Some(at) => {
+                used[at] = true;
+                if let Some(value) = &changes[at].value {
+                    changed.push(EnvVar::new(changes[at].name.clone(), value.clone()));
+                }
             }
-            (None, Some(value)) => env.push(EnvVar::new(change.name.clone(), value.clone())),
-            (None, None) => {}
         }
     }
+    for (change, used) in changes.iter().zip(used) {
+        if let (false, Some(value)) = (used, &change.value) {
+            changed.push(EnvVar::new(change.name.clone(), value.clone()));
+        }
+    }
+    *env = changed;
 }
 
 // What several clouds share.
@@ -227,7 +178,7 @@ fn empty() -> Profile<'static> {
         sidecar: None,
         annotations: Vec::new(),
         network: None,
-        instance_types: Vec::new(),
+        instance_types: InstanceTable::NONE,
         whole_node: None,
     }
 }
