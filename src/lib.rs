@@ -1,12 +1,35 @@
 //! A Kubewarden mutating policy that gives multi-node GPU training pods the high-speed networking
-//! of their cloud: AWS EFA, Azure InfiniBand, GCP GPUDirect-TCPXO or OCI SR-IOV.
+//! of their cloud: AWS EFA, Azure InfiniBand, GCP GPUDirect-TCPXO or OCI SR-IOV. What it does is
+//! `docs/behaviour.md`; the modules cite its sections.
 //!
-//! The flow of one request: [`peek`] reads only the trigger's inputs, [`trigger`] decides,
-//! [`settings`] names the cloud, [`clouds`] turns it into a [`profile::Profile`] (data), [`view`]
-//! reads an opted-in pod once, parsing only what the merge touches, and [`engine`] merges the
-//! profile into it with the operations of [`merge`]; the answer is the pod's own text with the
-//! additions spliced in. [`admission`] holds the two calls as pure functions; this file only
-//! registers them with the waPC host.
+//! The flow of one request: [`admission`] checks the payload as UTF-8 once; [`peek`] reads, in one
+//! pass, only the trigger's inputs of the pod and the settings onto a [`tape`]; [`trigger`]
+//! decides from the settings' trigger and owner keys alone. For a pod the policy acts on,
+//! [`settings`] reads the rest of the settings into a [`settings::Config`] naming one cloud of
+//! [`clouds`], which gives its injection as a [`profile::Profile`] (data); [`placement`] reads
+//! where the pod may run; [`view`] reads the pod a second time, parsing only what the merge
+//! touches, and stops there; [`engine`] merges the profile into it with the operations of
+//! [`merge`]; and the answer is the pod's own text with the additions spliced in. This file only
+//! registers the two calls with the waPC host.
+//!
+//! JSON is held four ways, each where it pays:
+//!
+//! - **Lenient readers** ([`lenient`]): serde visitors that read a field of the wrong type as
+//!   absent. The decision's pass and the lists the merge only reads and extends (env, mounts,
+//!   volumes, init containers) use them: a pod that is not the policy's must pass whatever it
+//!   holds, and a list item of the wrong shape is simply not one of the policy's.
+//! - **The tape** ([`tape`]): the settings, parsed once into a flat vector whose strings borrow
+//!   from the request, the instance tables kept as text until a pod names a row. Settings come
+//!   with every request; a tree of `serde_json::Value` would allocate for every member.
+//! - **The view** ([`view`]): an opted-in pod, parsed into objects only where the merge reads or
+//!   writes (its [`view::Shape`]), every other value kept as a slice of the request's text and
+//!   copied to the answer byte for byte. A debug-build check ([`merge::expect_read`]) fails every
+//!   test that reads a member the shape does not parse.
+//! - **Text** ([`fragment`]): what the policy adds, rendered as JSON once per request (the
+//!   tables' env and mount entries at compile time) and spliced in.
+//!
+//! `serde_json::Value` remains only where a small value is compared whole: a pod volume against
+//! the policy's, the entries of a Multus JSON list, a quantity.
 
 pub mod admission;
 pub mod clouds;
