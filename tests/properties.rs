@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use fixtures::{TRIGGER, admission_request, pod_kind, volcano_worker};
 use multinode_networking_policy::admission::{self, Verdict};
 use multinode_networking_policy::quantity;
 use multinode_networking_policy::settings;
@@ -33,7 +34,6 @@ use serde_json::{Map, Value, json};
 #[path = "support/patch_rule.rs"]
 mod patch_rule;
 
-const TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 const CUSTOM_TRIGGER: &str = "example.com/fast-net";
 
 // ---------------------------------------------------------------------------------------------
@@ -1236,25 +1236,8 @@ fn any_settings() -> impl Strategy<Value = Value> {
 // ---------------------------------------------------------------------------------------------
 // Running the policy.
 
-fn request(operation: &str, object: &Value) -> Value {
-    json!({
-        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-        "namespace": "nemo-jobs",
-        "operation": operation,
-        "userInfo": {"username": "system:serviceaccount:volcano-system:volcano-controllers"},
-        "object": if operation == "DELETE" { Value::Null } else { object.clone() },
-        "oldObject": if operation == "CREATE" { Value::Null } else { object.clone() },
-        "dryRun": false,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-    })
-}
-
 fn payload(operation: &str, pod: &Value, settings: &Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({"request": request(operation, pod), "settings": settings}))
-        .expect("a Value always serialises")
+    fixtures::payload(&admission_request(operation, &pod_kind(), pod), settings)
 }
 
 /// The mutated pod of a mutation, decoded from the text the policy writes.
@@ -1529,6 +1512,14 @@ fn show(value: &Value) -> String {
 // ---------------------------------------------------------------------------------------------
 // The properties.
 
+/// The fixtures crate cannot depend on the policy (the policy's tests depend on it), so it holds
+/// its own copy of the default trigger key; here the two are held equal, or every fixture pod
+/// built with `fixtures::TRIGGER` would stop being opted in without a test saying why.
+#[test]
+fn the_fixtures_trigger_is_the_policys_default() {
+    assert_eq!(TRIGGER, settings::DEFAULT_TRIGGER);
+}
+
 /// The share of generated cases that each property is about, measured over a fixed sample: a
 /// property over mutations checks nothing if the generator stops producing opted-in pods.
 #[test]
@@ -1760,19 +1751,6 @@ proptest! {
 // Regressions: inputs the properties and the fuzzer found, minimized. Ignored while the bug they
 // pin is open; the owner removes the `ignore` with the fix (and puts the input class back into
 // the generators above).
-
-fn volcano_worker(annotations: Value, spec: Value) -> Value {
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "w",
-            "annotations": annotations,
-            "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j", "uid": "u"}],
-        },
-        "spec": spec,
-    })
-}
 
 #[test]
 fn regression_multus_short_form_keeps_leading_blanks() {

@@ -9,9 +9,13 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use wapc::WapcHost;
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+
+// The cases, the tests and the bins build their requests with these; they live in the fixtures
+// crate, which the property tests and the fuzz targets share and which builds no wasmtime.
+pub use fixtures::{admission_request, pod_kind};
 
 pub mod bare;
 pub mod cases;
@@ -130,50 +134,7 @@ impl Instance {
 
 /// What the policy server sends to `validate`: the request with the policy's settings.
 pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
-    Ok(serde_json::to_vec(
-        &json!({"request": request, "settings": settings}),
-    )?)
-}
-
-/// An AdmissionRequest as the API server sends it to the policy server for a pod.
-pub fn admission_request(operation: &str, kind: &Value, object: &Value) -> Value {
-    let namespace = object
-        .pointer("/metadata/namespace")
-        .cloned()
-        .unwrap_or_else(|| json!("default"));
-    let name = object
-        .pointer("/metadata/name")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let options_kind = match operation {
-        "CREATE" => "CreateOptions",
-        "UPDATE" => "UpdateOptions",
-        "DELETE" => "DeleteOptions",
-        _ => "ConnectOptions",
-    };
-    json!({
-        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-        "kind": kind,
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": kind,
-        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-        "name": name,
-        "namespace": namespace,
-        "operation": operation,
-        "userInfo": {
-            "username": "system:serviceaccount:volcano-system:volcano-controllers",
-            "uid": "b0d3a1e8-5c3e-4f0e-9d39-6f3b0a7c1d22",
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:volcano-system", "system:authenticated"]
-        },
-        "object": if operation == "DELETE" { Value::Null } else { object.clone() },
-        "oldObject": if operation == "CREATE" { Value::Null } else { object.clone() },
-        "dryRun": false,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind}
-    })
-}
-
-pub fn pod_kind() -> Value {
-    json!({"group": "", "version": "v1", "kind": "Pod"})
+    Ok(fixtures::payload(request, settings))
 }
 
 /// Checks what the policy server would do with a mutation: the JSON Patch it computes must only

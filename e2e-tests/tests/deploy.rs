@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use common::{cargo_version, policy_metadata, repo_root, string, yaml, yaml_documents};
 use e2e_tests::{Instance, admission_request, pod_kind, policy};
+// The trigger annotation when the settings do not name one.
+use fixtures::TRIGGER as DEFAULT_TRIGGER;
 use serde_json::{Value, json};
 
-/// The trigger annotation when the settings do not name one (src/settings.rs).
-const DEFAULT_TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
 
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {

@@ -10,10 +10,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use e2e_tests::bare::BareModule;
-use e2e_tests::{Instance, Response, admission_request, default_module_path, pod_kind, policy};
+use e2e_tests::{Instance, Response, default_module_path, policy};
+use fixtures::{TRIGGER, create_payload, volcano_worker};
 use serde_json::{Value, json};
 
-const TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 /// Far above the policy server's 2 s: a guard against quadratic blow-ups, not a benchmark.
 const LOOSE_BOUND: Duration = Duration::from_secs(10);
 
@@ -48,24 +48,12 @@ fn trainer(name: &str, gpus: &str) -> Value {
     })
 }
 
-/// A Volcano worker pod, opted in.
+/// A Volcano worker pod of these containers, opted in.
 fn worker(containers: Vec<Value>) -> Value {
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "job-worker-0",
-            "namespace": "nemo-jobs",
-            "annotations": {TRIGGER: "true"},
-            "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "job", "uid": "u"}],
-        },
-        "spec": {"containers": containers, "restartPolicy": "OnFailure"},
-    })
-}
-
-fn payload(pod: &Value, settings: &Value) -> Vec<u8> {
-    let request = admission_request("CREATE", &pod_kind(), pod);
-    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap()
+    volcano_worker(
+        json!({TRIGGER: "true"}),
+        json!({"containers": containers, "restartPolicy": "OnFailure"}),
+    )
 }
 
 /// Calls `validate` on the policy-server-like host and reads the answer, timing the call alone.
@@ -113,12 +101,12 @@ fn thousands_of_evaluations_keep_the_memory_size() {
     let mut inputs: Vec<(&str, Vec<u8>)> = Vec::new();
     for cloud in ["aws", "azure", "gcp", "oci"] {
         let pod = worker(vec![trainer("trainer", "8"), json!({"name": "logger"})]);
-        inputs.push(("validate", payload(&pod, &settings(cloud))));
+        inputs.push(("validate", create_payload(&pod, &settings(cloud))));
         let mut not_ours = pod.clone();
         not_ours["metadata"]["annotations"] = json!({});
-        inputs.push(("validate", payload(&not_ours, &settings(cloud))));
+        inputs.push(("validate", create_payload(&not_ours, &settings(cloud))));
         let fractional = worker(vec![trainer("trainer", "1500m")]);
-        inputs.push(("validate", payload(&fractional, &settings(cloud))));
+        inputs.push(("validate", create_payload(&fractional, &settings(cloud))));
         inputs.push((
             "validate_settings",
             serde_json::to_vec(&settings(cloud)).unwrap(),
@@ -176,7 +164,7 @@ fn a_thousand_gpu_containers() {
     let pod = worker(containers);
     for cloud in ["aws", "azure", "gcp"] {
         let name = format!("1,000 GPU containers ({cloud})");
-        let response = answer(&instance, &name, &payload(&pod, &settings(cloud)));
+        let response = answer(&instance, &name, &create_payload(&pod, &settings(cloud)));
         let out = mutated(&name, &response);
         assert_eq!(out["spec"]["containers"].as_array().unwrap().len(), 1000);
         if cloud == "gcp" {
@@ -187,7 +175,7 @@ fn a_thousand_gpu_containers() {
     let response = answer(
         &instance,
         "1,000 GPU containers (oci)",
-        &payload(&pod, &settings("oci")),
+        &create_payload(&pod, &settings("oci")),
     );
     assert!(!response.accepted);
     assert!(response.message.unwrap().contains("8000"));
@@ -210,7 +198,7 @@ fn five_thousand_env_entries() {
         let name = format!("5,000 env entries ({cloud})");
         let out = mutated(
             &name,
-            &answer(&instance, &name, &payload(&pod, &settings(cloud))),
+            &answer(&instance, &name, &create_payload(&pod, &settings(cloud))),
         );
         let env = out["spec"]["containers"][0]["env"].as_array().unwrap();
         assert_eq!(
@@ -230,7 +218,7 @@ fn deep_payload(depth: usize, opted_in: bool, open: &str, close: &str) -> Vec<u8
         pod["metadata"]["annotations"] = json!({});
     }
     pod["spec"]["futureField"] = json!("DEEP");
-    let text = String::from_utf8(payload(&pod, &settings("aws"))).unwrap();
+    let text = String::from_utf8(create_payload(&pod, &settings("aws"))).unwrap();
     let nested = format!("{}0{}", open.repeat(depth), close.repeat(depth));
     text.replacen("\"DEEP\"", &nested, 1).into_bytes()
 }
@@ -288,7 +276,7 @@ fn very_long_strings_and_very_many_annotations() {
     let name = "8 MiB annotation, 1 MiB image and env value";
     let out = mutated(
         name,
-        &answer(&instance, name, &payload(&pod, &settings("gcp"))),
+        &answer(&instance, name, &create_payload(&pod, &settings("gcp"))),
     );
     assert_eq!(
         out["metadata"]["annotations"]["example.com/huge"]
@@ -306,7 +294,7 @@ fn very_long_strings_and_very_many_annotations() {
     let name = "10,000 annotations";
     let out = mutated(
         name,
-        &answer(&instance, name, &payload(&pod, &settings("gcp"))),
+        &answer(&instance, name, &create_payload(&pod, &settings("gcp"))),
     );
     assert_eq!(
         out["metadata"]["annotations"].as_object().unwrap().len(),
@@ -330,7 +318,7 @@ fn very_long_strings_and_very_many_annotations() {
     let name = "10,000 owners and 10,000 volumes";
     let out = mutated(
         name,
-        &answer(&instance, name, &payload(&pod, &settings("aws"))),
+        &answer(&instance, name, &create_payload(&pod, &settings("aws"))),
     );
     assert_eq!(out["spec"]["volumes"].as_array().unwrap().len(), 10_002);
 
@@ -341,7 +329,7 @@ fn very_long_strings_and_very_many_annotations() {
     let name = "10,000 user Multus networks";
     let out = mutated(
         name,
-        &answer(&instance, name, &payload(&pod, &settings("oci"))),
+        &answer(&instance, name, &create_payload(&pod, &settings("oci"))),
     );
     let networks = out["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
         .as_str()
@@ -359,7 +347,7 @@ fn a_bad_quantity_in_a_huge_pod_is_named() {
     let response = answer(
         &instance,
         "999 good GPU containers and one fractional",
-        &payload(&worker(containers), &settings("aws")),
+        &create_payload(&worker(containers), &settings("aws")),
     );
     assert!(!response.accepted);
     let message = response.message.unwrap();
@@ -378,7 +366,7 @@ fn untouched_values_come_back_byte_for_byte() {
     let mut pod = worker(vec![trainer("trainer", "8")]);
     pod["spec"]["futureField"] = json!("FUTURE");
     pod["spec"]["containers"][0]["futureField"] = json!("CONTAINER");
-    let text = String::from_utf8(payload(&pod, &settings("gcp"))).unwrap();
+    let text = String::from_utf8(create_payload(&pod, &settings("gcp"))).unwrap();
     let future = r#"{"z": 1.50, "a": [4.2e93, -0.0, 12345678901234567890123, 1E-7],  "s": "caf\u00e9 \ud83d\ude80"}"#;
     let container = r#"[ {"b":true} , null ]"#;
     let text = text

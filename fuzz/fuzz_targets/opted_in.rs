@@ -10,14 +10,13 @@
 //! nothing.
 #![no_main]
 
+use fixtures::{TRIGGER, create_payload, volcano_owner};
 use libfuzzer_sys::fuzz_target;
 use multinode_networking_policy::admission::{self, Verdict};
 use serde_json::{Value, json};
 
 #[path = "../../tests/support/patch_rule.rs"]
 mod patch_rule;
-
-const TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 
 /// Settings the policy server would load.
 fn settings(json: &[u8]) -> Option<Value> {
@@ -42,10 +41,7 @@ fn opt_in(pod: &mut Value) {
         annotations.insert(TRIGGER.into(), "true".into());
     }
     if !metadata.contains_key("ownerReferences") {
-        metadata.insert(
-            "ownerReferences".into(),
-            json!([{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j", "uid": "u"}]),
-        );
+        metadata.insert("ownerReferences".into(), json!([volcano_owner()]));
     }
 }
 
@@ -59,15 +55,6 @@ fn mutated_pod(verdict: Verdict) -> Option<Value> {
     }
 }
 
-fn payload(pod: &Value, settings: &Value) -> Vec<u8> {
-    let request = json!({
-        "uid": "1", "operation": "CREATE",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "object": pod, "oldObject": null,
-    });
-    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap_or_default()
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some(split) = data.iter().position(|b| *b == 0) else {
         return;
@@ -79,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     opt_in(&mut pod);
-    let bytes = payload(&pod, &settings);
+    let bytes = create_payload(&pod, &settings);
     let verdict = admission::evaluate(&bytes);
     let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).expect("JSON answer");
     assert!(answer["accepted"].is_boolean());
@@ -88,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
         if let Err(e) = patch_rule::checked_patch(&pod, &mutated) {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
-        match admission::evaluate(&payload(&mutated, &settings)) {
+        match admission::evaluate(&create_payload(&mutated, &settings)) {
             Verdict::Accept { .. } => {}
             other => panic!("second pass answered {other:?}\ninput: {pod}\nmutated: {mutated}"),
         }

@@ -29,9 +29,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use e2e_tests::{Instance, Policy, admission_request, pod_kind};
-use serde_json::{Map, Value, json};
-
-const TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
+// The pods live with the other tests' fixtures; what the bench times is theirs, byte for byte.
+use fixtures::realistic::{
+    deployment_pod, extra_env, jobset_worker, mpijob_worker, pytorchjob_worker, stress_pod,
+    volcano_job_worker,
+};
+use fixtures::without_trigger;
+use serde_json::{Value, json};
 
 struct Args {
     policy: PathBuf,
@@ -221,7 +225,7 @@ fn compare(bench: &Bench<'_>, args: &Args, wanted: &dyn Fn(&str) -> bool) -> Res
             .map(Policy::instance)
             .collect::<Result<Vec<_>>>()?;
         let runners: Vec<(&Instance, &str)> = instances.iter().map(|i| (i, "validate")).collect();
-        let samples = bench.samples(&case.payload()?, &runners)?;
+        let samples = bench.samples(&case.payload(), &runners)?;
         let cells: Vec<String> = samples
             .iter()
             .map(|s| {
@@ -253,7 +257,7 @@ fn dump(dir: &Path) -> Result<()> {
             })
             .collect();
         let path = dir.join(format!("{}-{}.json", case.cloud, slug.trim_matches('-')));
-        std::fs::write(&path, case.payload()?)
+        std::fs::write(&path, case.payload())
             .with_context(|| format!("cannot write {}", path.display()))?;
         println!("{}", path.display());
     }
@@ -319,7 +323,7 @@ struct Timing {
 impl Bench<'_> {
     /// Checks the three answers, then times them.
     fn measure(&self, case: &Case) -> Result<Timing> {
-        let payload = case.payload()?;
+        let payload = case.payload();
         let policy = self.policy.instance()?;
         let baseline = self.baseline.instance()?;
         check(&policy, &baseline, case, &payload)?;
@@ -452,7 +456,7 @@ struct Case {
 const SCALING_CLOUD: &str = "gcp";
 
 impl Case {
-    fn payload(&self) -> Result<Vec<u8>> {
+    fn payload(&self) -> Vec<u8> {
         let mut request = admission_request("CREATE", &pod_kind(), &self.pod);
         // The API server omits an empty name (`generateName` pods are named after admission).
         if let Some(request) = request.as_object_mut()
@@ -460,9 +464,7 @@ impl Case {
         {
             request.remove("name");
         }
-        Ok(serde_json::to_vec(
-            &json!({"request": request, "settings": self.settings}),
-        )?)
+        fixtures::payload(&request, &self.settings)
     }
 }
 
@@ -521,27 +523,11 @@ fn cases() -> Result<Vec<Case>> {
             expect,
         })
     };
-    let mut not_opted_in_worker = pytorchjob_worker();
-    not_opted_in_worker["metadata"]["annotations"]
-        .as_object_mut()
-        .context("annotations")?
-        .remove(TRIGGER);
     let mut many_env = jobset_worker();
     let trainer = &mut many_env["spec"]["containers"][0];
     let env = trainer["env"].as_array_mut().context("env")?;
     let more = 200 - env.len();
     env.extend(extra_env(more));
-    let mut idle_1000 = stress_pod(1000, 0);
-    idle_1000["metadata"]["annotations"]
-        .as_object_mut()
-        .context("annotations")?
-        .remove(TRIGGER);
-
-    let mut not_opted_in_volcano = volcano_worker();
-    not_opted_in_volcano["metadata"]["annotations"]
-        .as_object_mut()
-        .context("annotations")?
-        .remove(TRIGGER);
     Ok(vec![
         case(
             "not opted in: Deployment pod",
@@ -552,13 +538,13 @@ fn cases() -> Result<Vec<Case>> {
         case(
             "not opted in: 8-GPU worker without the annotation",
             "aws",
-            not_opted_in_worker,
+            without_trigger(pytorchjob_worker()),
             Expect::Accept,
         )?,
         case(
             "not opted in: 1,000 containers",
             SCALING_CLOUD,
-            idle_1000,
+            without_trigger(stress_pod(1000, 0)),
             Expect::Accept,
         )?,
         case(
@@ -582,7 +568,7 @@ fn cases() -> Result<Vec<Case>> {
         case(
             "8-GPU worker (Volcano Job)",
             "oci",
-            volcano_worker(),
+            volcano_job_worker(),
             Expect::Mutate,
         )?,
         case(
@@ -605,12 +591,12 @@ fn cases() -> Result<Vec<Case>> {
         )?,
         largest(
             "not opted in: 8-GPU worker, largest settings",
-            not_opted_in_volcano,
+            without_trigger(volcano_job_worker()),
             Expect::Accept,
         )?,
         largest(
             "8-GPU worker (Volcano Job), largest settings",
-            volcano_worker(),
+            volcano_job_worker(),
             Expect::Mutate,
         )?,
     ])
@@ -636,364 +622,4 @@ fn check(policy: &Instance, baseline: &Instance, case: &Case, payload: &[u8]) ->
         bail!("{}: the echo baseline did not echo the pod", case.name);
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// Pods, as the API server sends them to admission webhooks: defaulted, with the service account
-// token volume and the default tolerations the built-in admission plugins add before webhooks
-// run, and without uid or creationTimestamp, which are set after admission.
-
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("an object literal"),
-    }
-}
-
-/// A container as the API server has defaulted it.
-fn container(mut fields: Value) -> Value {
-    let defaults = json!({
-        "terminationMessagePath": "/dev/termination-log",
-        "terminationMessagePolicy": "File",
-        "imagePullPolicy": "IfNotPresent",
-    });
-    let map = fields.as_object_mut().expect("a container object");
-    for (key, value) in object(defaults) {
-        map.entry(key).or_insert(value);
-    }
-    let mounts = map
-        .entry("volumeMounts")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .expect("volumeMounts");
-    mounts.push(json!({
-        "name": "kube-api-access-7xk2p",
-        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-        "readOnly": true,
-    }));
-    fields
-}
-
-/// A pod as the API server has defaulted it.
-fn pod(metadata: Value, mut spec: Value) -> Value {
-    let defaults = json!({
-        "restartPolicy": "Always",
-        "terminationGracePeriodSeconds": 30,
-        "dnsPolicy": "ClusterFirst",
-        "serviceAccountName": "default",
-        "serviceAccount": "default",
-        "securityContext": {},
-        "schedulerName": "default-scheduler",
-        "tolerations": [
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-        ],
-        "priority": 0,
-        "enableServiceLinks": true,
-        "preemptionPolicy": "PreemptLowerPriority",
-    });
-    let map = spec.as_object_mut().expect("a spec object");
-    for (key, value) in object(defaults) {
-        match (map.get_mut(&key), value) {
-            (Some(Value::Array(mine)), Value::Array(more)) => mine.extend(more),
-            (Some(_), _) => {}
-            (None, value) => {
-                map.insert(key, value);
-            }
-        }
-    }
-    map.entry("volumes")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .expect("volumes")
-        .push(json!({
-            "name": "kube-api-access-7xk2p",
-            "projected": {
-                "defaultMode": 420,
-                "sources": [
-                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
-                ],
-            },
-        }));
-    let mut metadata = metadata;
-    metadata
-        .as_object_mut()
-        .expect("a metadata object")
-        .insert("creationTimestamp".into(), Value::Null);
-    json!({"kind": "Pod", "apiVersion": "v1", "metadata": metadata, "spec": spec, "status": {}})
-}
-
-fn env_value(name: &str, value: &str) -> Value {
-    json!({"name": name, "value": value})
-}
-
-fn extra_env(count: usize) -> Vec<Value> {
-    (0..count)
-        .map(|i| env_value(&format!("APP_SETTING_{i:03}"), &format!("value-{i:03}")))
-        .collect()
-}
-
-fn gpu_resources(gpus: u32, cpu: &str, memory: &str) -> Value {
-    json!({
-        "requests": {"cpu": cpu, "memory": memory, "nvidia.com/gpu": gpus.to_string()},
-        "limits": {"memory": memory, "nvidia.com/gpu": gpus.to_string()},
-    })
-}
-
-fn gpu_toleration() -> Value {
-    json!({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"})
-}
-
-/// The common case: a web service's pod, created by a ReplicaSet; not opted in.
-fn deployment_pod() -> Value {
-    pod(
-        json!({
-            "generateName": "checkout-7d9f8b6c5d-",
-            "namespace": "shop",
-            "labels": {"app.kubernetes.io/name": "checkout", "app.kubernetes.io/part-of": "shop", "pod-template-hash": "7d9f8b6c5d"},
-            "annotations": {"kubectl.kubernetes.io/restartedAt": "2025-11-20T09:12:44Z", "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "checkout-7d9f8b6c5d", "uid": "0b7a4c1e-2f4d-4e8a-9c3b-5d6e7f8a9b0c", "controller": true, "blockOwnerDeletion": true}],
-        }),
-        json!({
-            "containers": [container(json!({
-                "name": "checkout",
-                "image": "registry.example.com/shop/checkout:1.42.3",
-                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}, {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
-                "env": [
-                    env_value("LOG_LEVEL", "info"),
-                    env_value("DATABASE_HOST", "postgres.shop.svc.cluster.local"),
-                    {"name": "DATABASE_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "checkout-db", "key": "password"}}},
-                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
-                ],
-                "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
-                "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
-                "readinessProbe": {"httpGet": {"path": "/ready", "port": "http", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 5, "successThreshold": 1, "failureThreshold": 3},
-                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true},
-            }))],
-        }),
-    )
-}
-
-/// AWS: a worker of a Kubeflow PyTorchJob on p5.48xlarge.
-fn pytorchjob_worker() -> Value {
-    let env = vec![
-        env_value("NCCL_DEBUG", "WARN"),
-        env_value("HF_HOME", "/data/hf"),
-        env_value("PYTHONUNBUFFERED", "1"),
-        env_value("MASTER_PORT", "23456"),
-        env_value("PET_MASTER_PORT", "23456"),
-        env_value("MASTER_ADDR", "llama-70b-sft-master-0"),
-        env_value("PET_MASTER_ADDR", "llama-70b-sft-master-0"),
-        env_value("WORLD_SIZE", "4"),
-        env_value("RANK", "1"),
-        env_value("PET_NPROC_PER_NODE", "8"),
-        env_value("PET_NODE_RANK", "1"),
-        env_value("PET_NNODES", "4"),
-    ];
-    pod(
-        json!({
-            "name": "llama-70b-sft-worker-0",
-            "namespace": "nemo",
-            "labels": {
-                "training.kubeflow.org/job-name": "llama-70b-sft",
-                "training.kubeflow.org/operator-name": "pytorchjob-controller",
-                "training.kubeflow.org/replica-index": "0",
-                "training.kubeflow.org/replica-type": "worker",
-            },
-            "annotations": {TRIGGER: "true", "sidecar.istio.io/inject": "false"},
-            "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "llama-70b-sft", "uid": "5c2e1f0a-7b3d-4c9e-8f1a-2b3c4d5e6f70", "controller": true, "blockOwnerDeletion": true}],
-        }),
-        json!({
-            "restartPolicy": "OnFailure",
-            "containers": [container(json!({
-                "name": "pytorch",
-                "image": "nvcr.io/nvidia/nemo:25.09",
-                "command": ["torchrun"],
-                "args": ["--nnodes=4", "--nproc-per-node=8", "/workspace/train.py", "--config=/config/sft.yaml"],
-                "ports": [{"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"}],
-                "env": env,
-                "resources": gpu_resources(8, "96", "1600Gi"),
-                "volumeMounts": [
-                    {"name": "data", "mountPath": "/data"},
-                    {"name": "config", "mountPath": "/config", "readOnly": true},
-                ],
-            }))],
-            "volumes": [
-                {"name": "data", "persistentVolumeClaim": {"claimName": "fsx-training-data"}},
-                {"name": "config", "configMap": {"name": "llama-70b-sft-config", "defaultMode": 420}},
-            ],
-            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-            "tolerations": [gpu_toleration()],
-        }),
-    )
-}
-
-/// Azure: a worker of a Kubeflow MPIJob on ND H100 v5.
-fn mpijob_worker() -> Value {
-    pod(
-        json!({
-            "name": "gpt-pretrain-worker-1",
-            "namespace": "nemo",
-            "labels": {
-                "training.kubeflow.org/job-name": "gpt-pretrain",
-                "training.kubeflow.org/job-role": "worker",
-                "training.kubeflow.org/operator-name": "mpi-operator",
-                "training.kubeflow.org/replica-index": "1",
-            },
-            "annotations": {TRIGGER: "true"},
-            "ownerReferences": [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "name": "gpt-pretrain", "uid": "9e8d7c6b-5a49-4382-a1b0-c9d8e7f6a5b4", "controller": true, "blockOwnerDeletion": true}],
-        }),
-        json!({
-            "hostname": "gpt-pretrain-worker-1",
-            "subdomain": "gpt-pretrain",
-            "containers": [container(json!({
-                "name": "worker",
-                "image": "nvcr.io/nvidia/nemo:25.09",
-                "command": ["/usr/sbin/sshd", "-De"],
-                "env": [
-                    env_value("K_MPI_JOB_ROLE", "worker"),
-                    env_value("NCCL_DEBUG", "WARN"),
-                    env_value("HF_HOME", "/data/hf"),
-                ],
-                "resources": gpu_resources(8, "80", "1800Gi"),
-                "volumeMounts": [
-                    {"name": "ssh-auth", "mountPath": "/root/.ssh"},
-                    {"name": "data", "mountPath": "/data"},
-                ],
-            }))],
-            "volumes": [
-                {"name": "ssh-auth", "secret": {"secretName": "gpt-pretrain-ssh", "defaultMode": 384, "items": [{"key": "ssh-privatekey", "path": "id_rsa"}, {"key": "ssh-publickey", "path": "id_rsa.pub"}, {"key": "ssh-publickey", "path": "authorized_keys"}]}},
-                {"name": "data", "persistentVolumeClaim": {"claimName": "azurelustre-data"}},
-            ],
-            "nodeSelector": {"kubernetes.azure.com/agentpool": "ndh100v5"},
-            "tolerations": [gpu_toleration(), {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
-        }),
-    )
-}
-
-/// GCP: a pod of a JobSet's indexed Job on A3 Mega.
-fn jobset_worker() -> Value {
-    pod(jobset_metadata(), jobset_spec(1, 8, 0))
-}
-
-fn jobset_metadata() -> Value {
-    json!({
-        "generateName": "mixtral-ft-workers-0-1-",
-        "namespace": "nemo",
-        "labels": {
-            "batch.kubernetes.io/controller-uid": "d1c2b3a4-9f8e-4d7c-b6a5-948372615a0b",
-            "batch.kubernetes.io/job-completion-index": "1",
-            "batch.kubernetes.io/job-name": "mixtral-ft-workers-0",
-            "controller-uid": "d1c2b3a4-9f8e-4d7c-b6a5-948372615a0b",
-            "job-name": "mixtral-ft-workers-0",
-            "jobset.sigs.k8s.io/job-index": "0",
-            "jobset.sigs.k8s.io/jobset-name": "mixtral-ft",
-            "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-            "jobset.sigs.k8s.io/restart-attempt": "0",
-        },
-        "annotations": {
-            TRIGGER: "true",
-            "batch.kubernetes.io/job-completion-index": "1",
-            "jobset.sigs.k8s.io/job-index": "0",
-            "jobset.sigs.k8s.io/jobset-name": "mixtral-ft",
-            "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-            "jobset.sigs.k8s.io/replicatedjob-replicas": "1",
-            "jobset.sigs.k8s.io/restart-attempt": "0",
-        },
-        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "mixtral-ft-workers-0", "uid": "d1c2b3a4-9f8e-4d7c-b6a5-948372615a0b", "controller": true, "blockOwnerDeletion": true}],
-    })
-}
-
-/// `containers` trainer containers with `gpus` GPUs and `extra` more env entries each.
-fn jobset_spec(containers: usize, gpus: u32, extra: usize) -> Value {
-    let trainers: Vec<Value> = (0..containers)
-        .map(|i| {
-            let mut env = vec![
-                {
-                    json!({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}})
-                },
-                env_value("NCCL_DEBUG", "WARN"),
-                env_value("MASTER_ADDR", "mixtral-ft-workers-0-0.mixtral-ft"),
-                env_value("MASTER_PORT", "29500"),
-                env_value("NNODES", "8"),
-            ];
-            env.extend(extra_env(extra));
-            let name = if containers == 1 {
-                "trainer".to_string()
-            } else {
-                format!("trainer-{i}")
-            };
-            container(json!({
-                "name": name,
-                "image": "us-docker.pkg.dev/example/training/nemo:25.09",
-                "command": ["bash", "-c", "torchrun --nnodes=8 --nproc-per-node=8 --node-rank=$JOB_COMPLETION_INDEX train.py"],
-                "env": env,
-                "resources": gpu_resources(gpus, "200", "1800Gi"),
-                "volumeMounts": [{"name": "checkpoints", "mountPath": "/checkpoints"}],
-            }))
-        })
-        .collect();
-    json!({
-        "restartPolicy": "Never",
-        "hostname": "mixtral-ft-workers-0-1",
-        "subdomain": "mixtral-ft",
-        "containers": trainers,
-        "volumes": [{"name": "checkpoints", "csi": {"driver": "gcsfuse.csi.storage.gke.io", "volumeAttributes": {"bucketName": "example-checkpoints"}}}],
-        "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"},
-        "tolerations": [gpu_toleration()],
-    })
-}
-
-/// A pod of `containers` containers with 1 GPU and `extra` more env entries each (JobSet-made).
-fn stress_pod(containers: usize, extra: usize) -> Value {
-    pod(jobset_metadata(), jobset_spec(containers, 1, extra))
-}
-
-/// OCI: a worker of a Volcano Job on BM.GPU.H100.8 (examples/pod.yaml, defaulted).
-fn volcano_worker() -> Value {
-    pod(
-        json!({
-            "name": "llama-sft-worker-1",
-            "namespace": "nemo",
-            "labels": {"volcano.sh/job-name": "llama-sft", "volcano.sh/job-namespace": "nemo", "volcano.sh/queue-name": "default", "volcano.sh/task-spec": "worker"},
-            "annotations": {
-                TRIGGER: "true",
-                "scheduling.k8s.io/group-name": "llama-sft-9c1e2f",
-                "volcano.sh/job-name": "llama-sft",
-                "volcano.sh/job-version": "0",
-                "volcano.sh/queue-name": "default",
-                "volcano.sh/task-spec": "worker",
-                "volcano.sh/template-uid": "llama-sft-worker",
-            },
-            "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "llama-sft", "uid": "3f6c2d9e-8a41-4b7e-9e0f-2c5d7a1b9e44", "controller": true, "blockOwnerDeletion": true}],
-        }),
-        json!({
-            "schedulerName": "volcano",
-            "restartPolicy": "Never",
-            "hostname": "llama-sft-worker-1",
-            "subdomain": "llama-sft",
-            "containers": [container(json!({
-                "name": "trainer",
-                "image": "nvcr.io/nvidia/nemo:25.09",
-                "command": ["torchrun"],
-                "args": ["--nnodes=2", "--nproc-per-node=8", "train.py"],
-                "env": [
-                    env_value("NCCL_DEBUG", "INFO"),
-                    env_value("VC_WORKER_HOSTS", "llama-sft-worker-0.llama-sft,llama-sft-worker-1.llama-sft"),
-                    env_value("VC_WORKER_NUM", "2"),
-                    env_value("VK_TASK_INDEX", "1"),
-                    env_value("VC_TASK_INDEX", "1"),
-                ],
-                "resources": {
-                    "requests": {"cpu": "32", "memory": "512Gi", "nvidia.com/gpu": "8"},
-                    "limits": {"memory": "512Gi", "nvidia.com/gpu": "8"},
-                },
-                "volumeMounts": [{"name": "svc-llama-sft", "mountPath": "/etc/volcano"}],
-            }))],
-            "volumes": [{"name": "svc-llama-sft", "configMap": {"name": "llama-sft-svc", "defaultMode": 420}}],
-            "tolerations": [gpu_toleration()],
-        }),
-    )
 }

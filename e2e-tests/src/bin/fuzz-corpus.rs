@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use e2e_tests::admission_request;
 use e2e_tests::cases::{self, Case, SettingsCase};
-use serde_json::json;
 
 fn main() -> Result<()> {
     let out = PathBuf::from(
@@ -23,8 +22,10 @@ fn main() -> Result<()> {
     let mut written = 0;
     for (_, case) in cases::load::<Case>(&root.join("cases"))? {
         let request = admission_request(&case.operation, &case.kind, &case.object);
-        let payload = json!({"request": request, "settings": case.settings});
-        written += write(&out.join("validate"), &serde_json::to_vec(&payload)?)?;
+        written += write(
+            &out.join("validate"),
+            &fixtures::payload(&request, &case.settings),
+        )?;
         written += write(
             &out.join("validate_settings"),
             &serde_json::to_vec(&case.settings)?,
