@@ -1,5 +1,5 @@
 //! Data-driven cases: YAML files of `{settings | settings_file, operation, kind, object, expect}`
-//! run against the compiled policy. The expected pods are written by hand from
+//! (or `{payload, expect}`) run against the compiled policy. The expected pods are written by hand from
 //! `docs/behaviour.md`, never copied from output.
 //!
 //! Every message a case expects (a rejection, a warning, a settings problem) is compared with the
@@ -30,7 +30,7 @@ pub struct Case {
     pub operation: String,
     #[serde(default = "pod_kind")]
     pub kind: Value,
-    /// The request's object; absent only with `payload`.
+    /// The request's object (`null` for a DELETE); absent with `payload`.
     #[serde(default)]
     pub object: Value,
     /// The whole `validate` payload as text, sent as it is, in place of `settings`, `operation`,
