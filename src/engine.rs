@@ -1,5 +1,5 @@
 //! The merge engine: applies any cloud's [`Profile`] to an opted-in pod, in place, with the merge
-//! rules of SPEC sections 4 and 5. It knows no cloud by name.
+//! rules of behaviour.md §4 and §5. It knows no cloud by name.
 
 use std::borrow::Cow;
 
@@ -447,7 +447,7 @@ fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Rejection>
 }
 
 /// `allowPrivilegeEscalation: false` and a `RuntimeDefault` seccomp profile, only where the API
-/// server accepts them and the user has not chosen otherwise (SPEC section 5). `adding` are the
+/// server accepts them and the user has not chosen otherwise (behaviour.md §5). `adding` are the
 /// capabilities the profile adds to the container.
 fn harden(
     container: &mut Object<'_>,

@@ -1,4 +1,4 @@
-//! When the policy acts (SPEC section 2): a Pod CREATE, opted in by the trigger annotation, owned
+//! When the policy acts (behaviour.md §2): a Pod CREATE, opted in by the trigger annotation, owned
 //! as configured. Decided from the peeked metadata alone.
 
 use crate::peek::{PodPeek, Request};

@@ -1,4 +1,4 @@
-//! Hardening inside the waPC host (issue 3): one instance answering thousands of requests keeps
+//! Hardening inside the waPC host (behaviour.md §6): one instance answering thousands of requests keeps
 //! its linear memory size, and the worst pods we could think of are answered without a trap.
 //!
 //! A trap is a policy-server error, and with the default `failurePolicy: Fail` it blocks pod
