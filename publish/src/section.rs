@@ -38,6 +38,33 @@ pub fn metadata_sections(module: &[u8]) -> Result<Vec<&[u8]>> {
     Ok(found)
 }
 
+/// The module's size without its `io.kubewarden.metadata` sections: the code the policy server
+/// runs, which the annotation does not change.
+pub fn size_without_metadata(module: &[u8]) -> Result<usize> {
+    let mut metadata = 0;
+    for payload in Parser::new(0).parse_all(module) {
+        if let Payload::CustomSection(reader) =
+            payload.context("the WebAssembly module is malformed")?
+        {
+            if reader.name() == METADATA_SECTION {
+                // The section's contents (name and data), after its id byte and LEB128 size.
+                let contents = reader.range().len();
+                metadata += 1 + leb128_len(contents) + contents;
+            }
+        }
+    }
+    Ok(module.len() - metadata)
+}
+
+fn leb128_len(mut n: usize) -> usize {
+    let mut bytes = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        bytes += 1;
+    }
+    bytes
+}
+
 /// The data of the module's one `io.kubewarden.metadata` section, or `None` if it has none.
 pub fn metadata_section(module: &[u8]) -> Result<Option<&[u8]>> {
     match metadata_sections(module)?.as_slice() {
@@ -85,6 +112,16 @@ mod tests {
         CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, Module,
         TypeSection,
     };
+
+    #[test]
+    fn the_size_without_metadata_is_the_plain_modules() {
+        let plain = module();
+        for data in [&b"{}"[..], &[b'x'; 300][..], &[b'y'; 70_000][..]] {
+            let annotated = with_metadata_section(&plain, data).unwrap();
+            assert_eq!(size_without_metadata(&annotated).unwrap(), plain.len());
+        }
+        assert_eq!(size_without_metadata(&plain).unwrap(), plain.len());
+    }
 
     /// A small module with a custom section before and after its code.
     fn module() -> Vec<u8> {

