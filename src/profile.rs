@@ -138,6 +138,17 @@ pub struct Row {
     pub gpus: u64,
 }
 
+impl Row {
+    /// A row of a type with 8 GPUs, as every built-in row is.
+    pub const fn eight_gpus(instance_type: &'static str, devices: u64) -> Row {
+        Row {
+            instance_type,
+            devices,
+            gpus: 8,
+        }
+    }
+}
+
 /// One entry of a settings `env` map: a value to set, or `None` to not inject the variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvChange<'a> {
@@ -319,6 +330,19 @@ impl Profile<'_> {
     }
 }
 
+impl Volume<'static> {
+    /// A `hostPath` volume of one of the tables.
+    pub fn host_path(name: &'static str, path: &'static str, kind: Option<&'static str>) -> Self {
+        Volume {
+            name,
+            source: Source::HostPath {
+                path: Cow::Borrowed(path),
+                kind,
+            },
+        }
+    }
+}
+
 impl Volume<'_> {
     /// Whether a pod volume of the same name is this volume, reading the API server's defaults
     /// (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
@@ -473,20 +497,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn host_path(
-        name: &'static str,
-        path: &'static str,
-        kind: Option<&'static str>,
-    ) -> Volume<'static> {
-        Volume {
-            name,
-            source: Source::HostPath {
-                path: Cow::Borrowed(path),
-                kind,
-            },
-        }
-    }
-
     fn config_map(name: &'static str, config_map: &'static str) -> Volume<'static> {
         Volume {
             name,
@@ -508,11 +518,11 @@ mod tests {
             json!({"name": "shm", "emptyDir": {"medium": "Memory"}})
         );
         assert_eq!(
-            json!(host_path("sys", "/sys", None)),
+            json!(Volume::host_path("sys", "/sys", None)),
             json!({"name": "sys", "hostPath": {"path": "/sys"}})
         );
         assert_eq!(
-            json!(host_path("dev", "/dev", Some("Directory"))),
+            json!(Volume::host_path("dev", "/dev", Some("Directory"))),
             json!({"name": "dev", "hostPath": {"path": "/dev", "type": "Directory"}})
         );
         assert_eq!(
@@ -566,7 +576,7 @@ mod tests {
             &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 256}})
         ));
 
-        let sys = host_path("nvtcpxo-sys", "/sys", None);
+        let sys = Volume::host_path("nvtcpxo-sys", "/sys", None);
         assert!(
             sys.same_as(&json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": ""}}))
         );

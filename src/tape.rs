@@ -13,6 +13,8 @@ use std::fmt;
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::view::Key;
+
 /// A JSON document as a tape.
 #[derive(Debug, Clone)]
 pub struct Tape<'a>(Vec<Node<'a>>);
@@ -367,28 +369,6 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
             }
             Ok(())
         })
-    }
-}
-
-/// An object's key, borrowed from the text unless it has escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

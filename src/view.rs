@@ -371,7 +371,9 @@ impl<'de> Visitor<'de> for Seed<'_> {
 
 /// An object key, borrowed from the request when it has no escapes.
 #[derive(Debug)]
-struct Key<'a>(Cow<'a, str>);
+/// An object's key, borrowed from the request unless it has escapes. (The settings' tape reads
+/// its keys with it too.)
+pub(crate) struct Key<'a>(pub(crate) Cow<'a, str>);
 
 impl Key<'_> {
     /// The key as a JSON string. One borrowed from the request had no escapes there, so needs

@@ -3,11 +3,11 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, Key, Kind, Param, Plugin, Row, SHARED_MEMORY_MOUNT, empty, host_path, per_gpu,
-    set_per_gpu, shared_memory,
+    Cloud, Key, Kind, Param, Plugin, Row, SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu,
+    shared_memory,
 };
 use crate::k8s_names::is_absolute_path;
-use crate::profile::{Device, EnvVar, Mount, Profile, Source, mount, var};
+use crate::profile::{Device, EnvVar, Mount, Profile, Source, Volume, mount, var};
 use crate::quantity::is_quantity;
 
 pub const AWS: Cloud = Cloud {
@@ -44,12 +44,12 @@ pub const AWS: Cloud = Cloud {
         // (2026-02-16; p5en and p6-b200 also in `.github/workflows/fsdp-eks-regression.yml`).
         // The EFA device plugin advertises one `vpc.amazonaws.com/efa` per interface.
         rows: &[
-            row("p4d.24xlarge", 4),
-            row("p4de.24xlarge", 4),
-            row("p5.48xlarge", 32),
-            row("p5e.48xlarge", 32),
-            row("p5en.48xlarge", 16),
-            row("p6-b200.48xlarge", 8),
+            Row::eight_gpus("p4d.24xlarge", 4),
+            Row::eight_gpus("p4de.24xlarge", 4),
+            Row::eight_gpus("p5.48xlarge", 32),
+            Row::eight_gpus("p5e.48xlarge", 32),
+            Row::eight_gpus("p5en.48xlarge", 16),
+            Row::eight_gpus("p6-b200.48xlarge", 8),
         ],
     }),
 };
@@ -61,14 +61,6 @@ const MOUNTS: &[Mount<'static>] = &[
     mount!("amazon-efa", "/opt/amazon-efa-ofi", read_only),
     SHARED_MEMORY_MOUNT,
 ];
-
-const fn row(instance_type: &'static str, devices: u64) -> Row {
-    Row {
-        instance_type,
-        devices,
-        gpus: 8,
-    }
-}
 
 fn profile() -> Profile<'static> {
     Profile {
@@ -82,7 +74,7 @@ fn profile() -> Profile<'static> {
         env: ENV.to_vec(),
         mounts: MOUNTS.to_vec(),
         volumes: vec![
-            host_path(LIBRARY_VOLUME, "/opt/amazon-efa-ofi", Some("Directory")),
+            Volume::host_path(LIBRARY_VOLUME, "/opt/amazon-efa-ofi", Some("Directory")),
             shared_memory(),
         ],
         ..empty()

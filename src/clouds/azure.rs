@@ -51,9 +51,9 @@ pub const AZURE: Cloud = Cloud {
         // `nd-a100-v4-series-summary.md`, `ndm-a100-v4-series-summary.md`,
         // `nd-h100-v5-series-summary.md`).
         rows: &[
-            row("Standard_ND96asr_v4"),
-            row("Standard_ND96amsr_A100_v4"),
-            row("Standard_ND96isr_H100_v5"),
+            Row::eight_gpus("Standard_ND96asr_v4", 8),
+            Row::eight_gpus("Standard_ND96amsr_A100_v4", 8),
+            Row::eight_gpus("Standard_ND96isr_H100_v5", 8),
         ],
     }),
 };
@@ -64,14 +64,6 @@ const MOUNTS: &[Mount<'static>] = &[
     SHARED_MEMORY_MOUNT,
     mount!("nccl-topo", "/etc/nccl", read_only),
 ];
-
-const fn row(instance_type: &'static str) -> Row {
-    Row {
-        instance_type,
-        devices: 8,
-        gpus: 8,
-    }
-}
 
 fn profile() -> Profile<'static> {
     Profile {

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{Cloud, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, host_path, shared_memory};
+use super::{Cloud, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::k8s_names::{is_dns1123_subdomain, is_image_reference};
 use crate::profile::{EnvVar, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var};
 
@@ -128,10 +128,10 @@ fn profile() -> Profile<'static> {
                 source: Source::Scratch,
             },
             shared_memory(),
-            host_path("nvtcpxo-sys", "/sys", None),
-            host_path("nvtcpxo-proc-sys", "/proc/sys", None),
-            host_path("nvtcpxo-libraries", "/home/kubernetes/bin/nvidia", None),
-            host_path("nvtcpxo-aperture-devices", "/dev/aperture_devices", None),
+            Volume::host_path("nvtcpxo-sys", "/sys", None),
+            Volume::host_path("nvtcpxo-proc-sys", "/proc/sys", None),
+            Volume::host_path("nvtcpxo-libraries", "/home/kubernetes/bin/nvidia", None),
+            Volume::host_path("nvtcpxo-aperture-devices", "/dev/aperture_devices", None),
         ],
         sidecar: Some(Sidecar {
             name: "tcpxo-daemon",

@@ -151,20 +151,6 @@ fn shared_memory() -> Volume<'static> {
     }
 }
 
-fn host_path(
-    name: &'static str,
-    path: &'static str,
-    kind: Option<&'static str>,
-) -> Volume<'static> {
-    Volume {
-        name,
-        source: Source::HostPath {
-            path: Cow::Borrowed(path),
-            kind,
-        },
-    }
-}
-
 /// The profile every table starts from: nothing.
 fn empty() -> Profile<'static> {
     Profile {

@@ -43,13 +43,13 @@ pub const OCI: Cloud = Cloud {
         // `docs/using-rdma-network-interfaces-in-manifests.md` and
         // `manifests/nccl-tests/kueue/virtual-functions/BM.GPU.*.yaml`, 2026-07).
         rows: &[
-            row("BM.GPU4.8", 16),
-            row("BM.GPU.A100-v2.8", 16),
-            row("BM.GPU.B4.8", 16),
-            row("BM.GPU.H100.8", 16),
-            row("BM.GPU.B300.8", 16),
-            row("BM.GPU.H200.8", 8),
-            row("BM.GPU.B200.8", 8),
+            Row::eight_gpus("BM.GPU4.8", 16),
+            Row::eight_gpus("BM.GPU.A100-v2.8", 16),
+            Row::eight_gpus("BM.GPU.B4.8", 16),
+            Row::eight_gpus("BM.GPU.H100.8", 16),
+            Row::eight_gpus("BM.GPU.B300.8", 16),
+            Row::eight_gpus("BM.GPU.H200.8", 8),
+            Row::eight_gpus("BM.GPU.B200.8", 8),
         ],
     }),
 };
@@ -61,14 +61,6 @@ const ENV_TUNING: &[EnvVar<'static>] = &[
     var!("NCCL_IB_GID_INDEX", "3"),
     var!("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
 ];
-
-const fn row(instance_type: &'static str, devices: u64) -> Row {
-    Row {
-        instance_type,
-        devices,
-        gpus: 8,
-    }
-}
 
 fn profile() -> Profile<'static> {
     Profile {
