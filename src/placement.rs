@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use crate::error::Rejection;
-use crate::lenient::{Members, items, members, string};
+use crate::lenient::{items, members, string};
 use crate::merge::{Read, expect_read};
 use crate::profile::{Device, DeviceCount, EnvChange, InstanceType, Profile};
 use crate::view::Object;
@@ -54,14 +54,10 @@ pub fn instance_types<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
 /// The union over the required node affinity's terms of the types each allows; empty when a
 /// term allows any.
 fn required_types(affinity: &RawValue) -> Vec<Cow<'_, str>> {
-    let terms = field(&members(affinity), "nodeAffinity")
-        .and_then(|node| {
-            field(
-                &members(node),
-                "requiredDuringSchedulingIgnoredDuringExecution",
-            )
-        })
-        .and_then(|required| field(&members(required), "nodeSelectorTerms"))
+    let member = |object, key| members(object).get(key);
+    let terms = member(affinity, "nodeAffinity")
+        .and_then(|node| member(node, "requiredDuringSchedulingIgnoredDuringExecution"))
+        .and_then(|required| member(required, "nodeSelectorTerms"))
         .map(items)
         .unwrap_or_default();
     let mut union: Vec<Cow<'_, str>> = Vec::new();
@@ -78,14 +74,10 @@ fn required_types(affinity: &RawValue) -> Vec<Cow<'_, str>> {
     union
 }
 
-fn field<'a>(object: &Members<'a>, key: &str) -> Option<&'a RawValue> {
-    object.get(key)
-}
-
 /// The types one term allows: the intersection of its `In` expressions on the labels; `None`
 /// when it has none.
 fn term_types(term: &RawValue) -> Option<Vec<Cow<'_, str>>> {
-    let expressions = field(&members(term), "matchExpressions").map(items)?;
+    let expressions = members(term).get("matchExpressions").map(items)?;
     let mut allowed: Option<Vec<Cow<'_, str>>> = None;
     for expression in expressions {
         let expression = members(expression);
