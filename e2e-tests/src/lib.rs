@@ -5,10 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
+use policy_payload::Payload;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use wapc::WapcHost;
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+
+// The payload is built where the browser playground builds it too.
+pub use policy_payload::{admission_request, pod_kind};
 
 pub mod bare;
 pub mod cases;
@@ -94,7 +98,7 @@ impl Instance {
     }
 
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<Response> {
-        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+        let payload = serde_json::to_vec(&Payload { request, settings })?;
         let answer = self.call("validate", &payload)?;
         serde_json::from_slice(&answer).with_context(|| {
             format!(
@@ -113,47 +117,6 @@ impl Instance {
             )
         })
     }
-}
-
-/// An AdmissionRequest as the API server sends it to the policy server for a pod.
-pub fn admission_request(operation: &str, kind: &Value, object: &Value) -> Value {
-    let namespace = object
-        .pointer("/metadata/namespace")
-        .cloned()
-        .unwrap_or_else(|| json!("default"));
-    let name = object
-        .pointer("/metadata/name")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let options_kind = match operation {
-        "CREATE" => "CreateOptions",
-        "UPDATE" => "UpdateOptions",
-        "DELETE" => "DeleteOptions",
-        _ => "ConnectOptions",
-    };
-    json!({
-        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-        "kind": kind,
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": kind,
-        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-        "name": name,
-        "namespace": namespace,
-        "operation": operation,
-        "userInfo": {
-            "username": "system:serviceaccount:volcano-system:volcano-controllers",
-            "uid": "b0d3a1e8-5c3e-4f0e-9d39-6f3b0a7c1d22",
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:volcano-system", "system:authenticated"]
-        },
-        "object": if operation == "DELETE" { Value::Null } else { object.clone() },
-        "oldObject": if operation == "CREATE" { Value::Null } else { object.clone() },
-        "dryRun": false,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind}
-    })
-}
-
-pub fn pod_kind() -> Value {
-    json!({"group": "", "version": "v1", "kind": "Pod"})
 }
 
 /// Checks what the policy server would do with a mutation: the JSON Patch it computes must only
