@@ -34,14 +34,14 @@ const stripped = join(work, 'playground.wasm');
 writeFileSync(stripped, withoutExports(readFileSync(args.wasm), WAPC_EXPORTS));
 execFileSync(
   args['wasm-bindgen'] ?? 'wasm-bindgen',
-  ['--target', 'web', '--no-typescript', '--out-dir', join(work, 'bindgen'), stripped],
+  ['--target', 'web', '--no-typescript', '--remove-name-section', '--remove-producers-section', '--out-dir', join(work, 'bindgen'), stripped],
   { stdio: 'inherit' },
 );
 const wasmPath = join(work, 'bindgen/playground_bg.wasm');
 const wasm = readFileSync(wasmPath);
-const leftover = imports(wasm).filter((module) => module !== './playground_bg.js' && module !== 'wbg');
-if (leftover.length > 0) {
-  throw new Error(`the page's wasm still imports from ${leftover.join(', ')}: the browser cannot give it that`);
+const foreign = imports(wasm).filter((module) => module !== './playground_bg.js');
+if (foreign.length > 0) {
+  throw new Error(`the page's wasm imports from ${foreign.join(', ')}, which only wasm-bindgen's glue may give`);
 }
 
 rmSync(out, { recursive: true, force: true });

@@ -33,8 +33,8 @@ pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
 /// - `payload`: the `validate` payload, with the pod as the user's own text, so the mutated pod
 ///   keeps the user's key order;
 /// - `answer`: `validate`'s answer, as text, byte for byte;
-/// - `patch`: the JSON Patch the policy server would send to the API server, or `null` when the
-///   answer has no mutated object;
+/// - `patch`: the JSON Patch the policy server would send to the API server, one operation a line
+///   as serde_json writes it, or `null` when the answer has no mutated object;
 ///
 /// or `{"error": ...}` when an input is not JSON.
 #[wasm_bindgen]
@@ -74,14 +74,20 @@ fn reviewed(pod_text: &str, settings_text: &str) -> Result<Value, String> {
 }
 
 /// The policy server's patch: `json_patch::diff(request.object, mutated_object)`.
-fn patch(pod: &Value, answer: &[u8]) -> Result<Value, String> {
+fn patch(pod: &Value, answer: &[u8]) -> Result<Option<String>, String> {
     let answer: Value = serde_json::from_slice(answer)
         .map_err(|e| format!("the policy's answer is not JSON: {e}"))?;
     match answer.get("mutated_object") {
         Some(mutated) if !mutated.is_null() => {
-            serde_json::to_value(json_patch::diff(pod, mutated)).map_err(|e| e.to_string())
+            let operations = json_patch::diff(pod, mutated)
+                .0
+                .iter()
+                .map(serde_json::to_string)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            Ok(Some(format!("[\n  {}\n]", operations.join(",\n  "))))
         }
-        _ => Ok(Value::Null),
+        _ => Ok(None),
     }
 }
 
@@ -117,7 +123,8 @@ mod tests {
         );
         assert_eq!(answer(&review)["accepted"], true);
         // 2 GPUs x 4 EFA interfaces per GPU.
-        let patch = review["patch"].as_array().unwrap();
+        let patch: Value = serde_json::from_str(review["patch"].as_str().unwrap()).unwrap();
+        let patch = patch.as_array().unwrap();
         for path in [
             "/spec/containers/0/resources/limits/vpc.amazonaws.com~1efa",
             "/spec/containers/0/resources/requests",
@@ -156,7 +163,7 @@ mod tests {
         let values = r#"{"global":{"x":1},"multinodeNetworking":{"oci":{"enabled":true}}}"#;
         let review = reviewed_value(WORKER, values);
         assert_eq!(review["settings"], json!({"oci": {"enabled": true}}));
-        assert!(review["patch"].is_array());
+        assert!(review["patch"].is_string());
     }
 
     #[test]

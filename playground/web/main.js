@@ -170,7 +170,7 @@ function read(id, empty) {
     status.dataset.state = 'read';
     return json;
   } catch (error) {
-    status.textContent = error.line ? `Line ${error.line}: ${error.message}` : error.message;
+    status.textContent = error.message;
     status.dataset.state = 'unreadable';
     return null;
   }
@@ -221,6 +221,10 @@ function answer(result, podJson) {
     ? `${added} line${added === 1 ? '' : 's'} added, ${changed} changed`
     : 'as it was sent';
   $('mutated').replaceChildren(...lines.map((line) => row(line, original)));
+  // The additions are what the user came for: the view opens a few lines above the first one.
+  const first = $('mutated').querySelector('.add, .change');
+  const above = first?.previousElementSibling?.previousElementSibling?.previousElementSibling;
+  $('mutated').scrollTop = above ? above.offsetTop : 0;
 }
 
 function row(line, original) {

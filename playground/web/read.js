@@ -11,19 +11,15 @@
 
 import { parseDocument } from 'yaml';
 
-export class InputError extends Error {
-  constructor(message, line) {
-    super(message);
-    this.line = line;
-  }
-}
+// A reason the text cannot be read; `yaml`'s messages carry the line, the column and the text.
+export class InputError extends Error {}
 
 // The JSON text of the one YAML or JSON document in `text`, or `empty` when it holds none.
 export function jsonOf(text, empty) {
   const doc = parseDocument(text, { intAsBigInt: true, prettyErrors: true });
   const error = doc.errors[0];
   if (error) {
-    throw new InputError(error.message, error.linePos?.[0]?.line);
+    throw new InputError(error.message);
   }
   if (doc.contents === null) {
     if (empty === undefined) {
