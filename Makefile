@@ -36,11 +36,11 @@ bench: policy.wasm | wasm-target
 		--baseline target/$(WASM_TARGET)/release/baseline_policy.wasm $(BENCH_ARGS)
 
 .PHONY: test
-test: fmt-check lint unit-tests e2e-tests registry-test
+test: fmt-check lint unit-tests e2e-tests registry-test playground-test
 
 .PHONY: unit-tests
 unit-tests:
-	$(CARGO) test --locked -p multinode-networking-policy
+	$(CARGO) test --locked -p multinode-networking-policy -p policy-payload -p playground
 
 .PHONY: e2e-tests
 e2e-tests: policy.wasm
@@ -51,6 +51,56 @@ e2e-tests: policy.wasm
 .PHONY: registry-test
 registry-test: policy.wasm
 	CARGO="$(CARGO)" POLICY_WASM=$(CURDIR)/policy.wasm bash publish/registry-test.sh
+
+# The playground: the policy compiled for the browser with wasm-bindgen, a static site in
+# target/playground (README, "Playground").
+BROWSER_TARGET  := wasm32-unknown-unknown
+PLAYGROUND_WASM := target/$(BROWSER_TARGET)/playground/playground.wasm
+PLAYGROUND_SITE := target/playground
+PORT            ?= 8000
+CHROMIUM        ?= /usr/bin/chromium
+# wasm-bindgen's CLI must be the version of the crate the wasm was built with: Cargo.lock's.
+WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version = "\(.*\)"$$/\1/p;}' Cargo.lock)
+SUDO            := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: playground-site
+playground-site: | browser-target wasm-bindgen-cli playground/node_modules/.package-lock.json
+	$(CARGO) build --locked --profile playground --target $(BROWSER_TARGET) -p playground
+	node playground/build.mjs --wasm $(PLAYGROUND_WASM) --wasm-bindgen wasm-bindgen --out $(PLAYGROUND_SITE)
+
+.PHONY: playground
+playground: playground-site
+	node playground/serve.mjs $(PLAYGROUND_SITE) $(PORT)
+
+# The page in Debian's Chromium, held to the waPC module's answers to every e2e case.
+.PHONY: playground-test
+playground-test: playground-site policy.wasm | chromium
+	$(CARGO) run --locked -q -p e2e-tests --bin wapc-answers -- target/playground-test/answers.json \
+		--module policy.wasm
+	cd playground && CHROMIUM=$(CHROMIUM) node --test tests/unit.test.mjs tests/browser.test.mjs
+
+.PHONY: browser-target
+browser-target:
+	@rustup target list --installed | grep -qx $(BROWSER_TARGET) || rustup target add $(BROWSER_TARGET)
+
+# --debug builds the tool in half the time, and it runs for under a second either way; without its
+# default features it has no TLS stack, which only its test runner's downloads use. --locked is
+# tried first; a registry that lacks a version the tool's lock names makes it fail at once.
+.PHONY: wasm-bindgen-cli
+wasm-bindgen-cli:
+	@test "$$(wasm-bindgen --version 2>/dev/null)" = "wasm-bindgen $(WASM_BINDGEN_VERSION)" || \
+		$(CARGO) install --debug --no-default-features --locked wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) || \
+		$(CARGO) install --debug --no-default-features wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+
+playground/node_modules/.package-lock.json: playground/package-lock.json
+	cd playground && npm ci --no-audit --no-fund
+
+.PHONY: chromium
+chromium:
+	@command -v $(CHROMIUM) >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 .PHONY: rust-tools
 rust-tools:
@@ -117,4 +167,4 @@ fuzz: fuzz-tools fuzz-corpus
 .PHONY: clean
 clean:
 	$(CARGO) clean
-	rm -f policy.wasm annotated-policy.wasm
+	rm -rf policy.wasm annotated-policy.wasm playground/node_modules

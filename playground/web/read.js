@@ -8,6 +8,8 @@
 // The JSON is written here rather than with JSON.stringify: integers are read as BigInt so that
 // none is rounded on the way (a pod's numbers are the user's, and the policy keeps them), and
 // maps are read as Map so that keys keep the order they were written in, "0" and "1" included.
+// Other numbers are doubles, written back in their shortest form: 1.50 reaches the policy as 1.5,
+// the same number.
 
 import { parseDocument } from 'yaml';
 
