@@ -77,7 +77,8 @@ playground: playground-site
 playground-test: playground-site policy.wasm | chromium
 	$(CARGO) run --locked -q -p e2e-tests --bin wapc-answers -- target/playground-test/answers.json \
 		--module policy.wasm
-	cd playground && CHROMIUM=$(CHROMIUM) node --test tests/unit.test.mjs tests/browser.test.mjs
+	cd playground && CHROMIUM=$(CHROMIUM) POLICY_WASM=$(CURDIR)/policy.wasm \
+		node --test tests/unit.test.mjs tests/modules.test.mjs tests/browser.test.mjs
 
 .PHONY: browser-target
 browser-target:

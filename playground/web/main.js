@@ -34,6 +34,7 @@ main().catch((error) => {
 
 async function main() {
   await init({ module_or_path: wasm });
+  performance.mark('policy-ready');
   // The policy's calls, for the browser test and the curious: `validate` and `validate_settings`
   // take and give the same bytes as the waPC module's.
   window.playground = { validate, validate_settings, review };
