@@ -155,6 +155,7 @@ test('opens with an example worker and a cloud, and answers from file:// at once
   const ready = [];
   for (let i = 0; i < 5; i++) {
     const page = await open();
+    await page.waitForFunction(() => performance.getEntriesByName('first-answer').length > 0);
     const [policy, answer] = await page.evaluate(() =>
       ['policy-ready', 'first-answer'].map((mark) => performance.getEntriesByName(mark)[0].startTime),
     );

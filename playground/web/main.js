@@ -40,8 +40,9 @@ async function main() {
   window.playground = { validate, validate_settings, review };
 
   menu($('cloud'), [[YOUR_OWN, '—'], ...CLOUDS]);
-  menu($('settings-example'), [[YOUR_OWN, '(your own)'], ...named(examples.settings)]);
-  menu($('pod-example'), [[YOUR_OWN, '(your own)'], ...named(examples.pods)]);
+  for (const [id, files] of [['settings', examples.settings], ['pod', examples.pods]]) {
+    menu($(`${id}-example`), [[YOUR_OWN, '(your own)'], ...files.map((file) => [file.name, file.name])]);
+  }
 
   const shared = await decode(location.hash.slice(1));
   if (shared) {
@@ -52,26 +53,20 @@ async function main() {
     load('pod', FIRST_VIEW.pod);
   }
   update();
-  performance.mark('first-answer');
+  // After the frame that shows it is painted: a timeout queued by the frame's callback.
+  requestAnimationFrame(() => setTimeout(() => performance.mark('first-answer')));
 
   for (const id of ['settings', 'pod']) {
     $(id).addEventListener('input', () => {
       $(`${id}-example`).value = YOUR_OWN;
       update();
     });
+    $(`${id}-example`).addEventListener('change', (e) => {
+      if (load(id, e.target.value)) {
+        update();
+      }
+    });
   }
-  $('settings-example').addEventListener('change', (e) => {
-    if (e.target.value !== YOUR_OWN) {
-      load('settings', e.target.value);
-      update();
-    }
-  });
-  $('pod-example').addEventListener('change', (e) => {
-    if (e.target.value !== YOUR_OWN) {
-      load('pod', e.target.value);
-      update();
-    }
-  });
   $('cloud').addEventListener('change', (e) => {
     switchCloud(e.target.value);
     update();
@@ -89,20 +84,20 @@ async function main() {
   });
 }
 
-function named(files) {
-  return files.map((file) => [file.name, file.name]);
-}
-
 function menu(select, options) {
   select.replaceChildren(
     ...options.map(([value, label]) => Object.assign(document.createElement('option'), { value, textContent: label })),
   );
 }
 
+// Puts the example `name` in the editor; false if there is none of that name.
 function load(editor, name) {
   const file = [...examples.settings, ...examples.pods].find((f) => f.name === name);
-  $(editor).value = file.text;
-  $(`${editor}-example`).value = name;
+  if (file) {
+    $(editor).value = file.text;
+    $(`${editor}-example`).value = name;
+  }
+  return file !== undefined;
 }
 
 // With the chart's whole block (several clouds in it), the cloud is switched where it stands,
