@@ -146,7 +146,8 @@ function update() {
   const settings = read('settings', '{}');
   const pod = read('pod');
   if (settings === null || pod === null) {
-    verdict('waiting', 'Waiting for input that reads', `Fix the ${settings === null ? 'settings' : 'pod'} to see the policy's answer.`);
+    const unread = settings === null ? 'settings' : 'pod';
+    verdict('waiting', 'No answer yet', `The ${unread} cannot be read as YAML or JSON: see below the ${unread}.`);
     for (const id of ['warnings', 'patch', 'mutated', 'payload', 'answer', 'pod-hint']) {
       $(id).replaceChildren();
     }
