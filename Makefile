@@ -57,11 +57,11 @@ bench: annotated-policy.wasm | wasm-target wasm-opt
 		--baseline target/baseline-policy.wasm $(BENCH_ARGS)
 
 .PHONY: test
-test: fmt-check lint unit-tests e2e-tests registry-test
+test: fmt-check lint unit-tests e2e-tests registry-test playground-test
 
 .PHONY: unit-tests
 unit-tests:
-	$(CARGO) test --locked -p multinode-networking-policy
+	$(CARGO) test --locked -p multinode-networking-policy -p policy-payload -p playground
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with.
 .PHONY: e2e-tests
@@ -76,6 +76,53 @@ e2e-tests: annotated-policy.wasm policy.wasm
 registry-test: annotated-policy.wasm policy.wasm
 	CARGO="$(CARGO)" POLICY_WASM=$(CURDIR)/annotated-policy.wasm \
 		PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm bash publish/registry-test.sh
+
+# The playground: the policy compiled for the browser with wasm-bindgen, a static site in
+# target/playground (README, "Playground").
+BROWSER_TARGET  := wasm32-unknown-unknown
+PLAYGROUND_WASM := target/$(BROWSER_TARGET)/playground/playground.wasm
+PLAYGROUND_SITE := target/playground
+PORT            ?= 8000
+CHROMIUM        ?= /usr/bin/chromium
+# wasm-bindgen's CLI must be the version of the crate the wasm was built with: Cargo.lock's.
+WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version = "\(.*\)"$$/\1/p;}' Cargo.lock)
+
+.PHONY: playground-site
+playground-site: | browser-target wasm-bindgen-cli playground/node_modules/.package-lock.json
+	$(CARGO) build --locked --profile playground --target $(BROWSER_TARGET) -p playground
+	node playground/build.mjs --wasm $(PLAYGROUND_WASM) --wasm-bindgen wasm-bindgen --out $(PLAYGROUND_SITE)
+
+.PHONY: playground
+playground: playground-site
+	node playground/serve.mjs $(PLAYGROUND_SITE) $(PORT)
+
+# The page in Debian's Chromium, held to the waPC module's answers to every e2e case.
+.PHONY: playground-test
+playground-test: playground-site annotated-policy.wasm | chromium
+	$(CARGO) run --locked -q -p e2e-tests --bin wapc-answers -- target/playground-test/answers.json \
+		--module annotated-policy.wasm
+	cd playground && CHROMIUM=$(CHROMIUM) POLICY_WASM=$(CURDIR)/annotated-policy.wasm \
+		node --test tests/unit.test.mjs tests/modules.test.mjs tests/browser.test.mjs
+
+.PHONY: browser-target
+browser-target:
+	@rustup target list --installed | grep -qx $(BROWSER_TARGET) || rustup target add $(BROWSER_TARGET)
+
+# --debug builds the tool in half the time, and it runs for under a second either way; without its
+# default features it has no TLS stack, which only its test runner's downloads use. --locked is
+# tried first; a registry that lacks a version the tool's lock names makes it fail at once.
+.PHONY: wasm-bindgen-cli
+wasm-bindgen-cli:
+	@test "$$(wasm-bindgen --version 2>/dev/null)" = "wasm-bindgen $(WASM_BINDGEN_VERSION)" || \
+		$(CARGO) install --debug --no-default-features --locked wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) || \
+		$(CARGO) install --debug --no-default-features wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+
+playground/node_modules/.package-lock.json: playground/package-lock.json
+	cd playground && npm ci --no-audit --no-fund
+
+.PHONY: chromium
+chromium:
+	@bash tools/apt-install.sh $(CHROMIUM)=chromium
 
 .PHONY: rust-tools
 rust-tools:
@@ -143,4 +190,4 @@ fuzz: fuzz-tools fuzz-corpus
 .PHONY: clean
 clean:
 	$(CARGO) clean
-	rm -f policy.wasm annotated-policy.wasm kwctl-annotated-policy.wasm
+	rm -rf policy.wasm annotated-policy.wasm kwctl-annotated-policy.wasm playground/node_modules

@@ -14,7 +14,8 @@ use wapc::WapcHost;
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 // The cases, the tests and the bins build their requests with these; they live in the fixtures
-// crate, which the property tests and the fuzz targets share and which builds no wasmtime.
+// crate (from the payload crate the browser playground uses too), which the property tests and
+// the fuzz targets share and which builds no wasmtime.
 pub use fixtures::{admission_request, pod_kind};
 
 pub mod bare;

@@ -45,12 +45,11 @@ pub fn size_without_metadata(module: &[u8]) -> Result<usize> {
     for payload in Parser::new(0).parse_all(module) {
         if let Payload::CustomSection(reader) =
             payload.context("the WebAssembly module is malformed")?
+            && reader.name() == METADATA_SECTION
         {
-            if reader.name() == METADATA_SECTION {
-                // The section's contents (name and data), after its id byte and LEB128 size.
-                let contents = reader.range().len();
-                metadata += 1 + leb128_len(contents) + contents;
-            }
+            // The section's contents (name and data), after its id byte and LEB128 size.
+            let contents = reader.range().len();
+            metadata += 1 + leb128_len(contents) + contents;
         }
     }
     Ok(module.len() - metadata)

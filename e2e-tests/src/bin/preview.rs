@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use e2e_tests::{Policy, admission_request, default_module_path, pod_kind};
+use policy_payload::settings_block;
 use publish::annotate::annotation;
 use serde_json::Value;
 
@@ -120,18 +121,4 @@ fn read_document(path: &Path) -> Result<Value> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_yaml::from_str(&text)
         .with_context(|| format!("{} is neither YAML nor JSON", path.display()))
-}
-
-/// The chart's `multinodeNetworking` block wherever it sits, else the document itself.
-fn settings_block(document: Value) -> Value {
-    fn find(value: &Value) -> Option<&Value> {
-        match value {
-            Value::Object(map) => map
-                .get("multinodeNetworking")
-                .or_else(|| map.values().find_map(find)),
-            Value::Array(items) => items.iter().find_map(find),
-            _ => None,
-        }
-    }
-    find(&document).cloned().unwrap_or(document)
 }

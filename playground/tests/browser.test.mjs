@@ -1,0 +1,395 @@
+// The playground in a real browser: Debian's Chromium, driven by playwright-core, on the built
+// site (`make playground-site`) opened from file://, as a user opens the folder, and once from a
+// static server. The page is held to the waPC module's answers that `wapc-answers` wrote
+// (`make playground-test` runs both): byte for byte for every e2e case, and the patch of every
+// example. What the examples must show beyond that is written here by hand from the README's
+// table of what each cloud injects.
+//
+//   node --test playground/tests/browser.test.mjs
+//   (PLAYGROUND_SITE, PLAYGROUND_ANSWERS, PLAYGROUND_OUT and CHROMIUM override the paths.)
+
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+import { parse } from 'yaml';
+import { serve } from '../serve.mjs';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const site = resolve(process.env.PLAYGROUND_SITE ?? join(root, 'target/playground'));
+const answers = JSON.parse(
+  readFileSync(process.env.PLAYGROUND_ANSWERS ?? join(root, 'target/playground-test/answers.json'), 'utf8'),
+);
+const out = resolve(process.env.PLAYGROUND_OUT ?? join(root, 'target/playground-test'));
+const page_url = pathToFileURL(join(site, 'index.html')).href;
+
+// The flags this machine's Chromium needs headless, as root and without a network.
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+// Each cloud's example worker, and what its patch must add, from the README's table: the devices
+// are the pod's 8 GPUs times the example settings' per-GPU count.
+const CLOUDS = {
+  aws: {
+    pod: 'pods/pytorchjob-worker.yaml',
+    added: [
+      ['vpc.amazonaws.com/efa: "32"', 2],
+      ['- name: FI_EFA_USE_HUGE_PAGE', 1],
+      ['cpu: 100m', 1],
+      ['mountPath: /opt/amazon-efa-ofi', 1],
+      ['mountPath: /dev/shm', 1],
+    ],
+  },
+  azure: {
+    pod: 'pods/mpijob-worker.yaml',
+    added: [
+      ['rdma/hca_shared_devices_a: "8"', 2],
+      ['- IPC_LOCK', 1],
+      ['allowPrivilegeEscalation: false', 1],
+      ['type: RuntimeDefault', 1],
+      ['value: /etc/nccl/nccl-topo.xml', 1],
+      ['mountPath: /etc/nccl', 1],
+      ['mountPath: /dev/shm', 1],
+    ],
+  },
+  gcp: {
+    pod: 'pods/jobset-worker.yaml',
+    added: [
+      ['- name: NCCL_', 24],
+      ['- name: tcpxo-daemon', 1],
+      ['restartPolicy: Always', 1],
+      ['networking.gke.io/default-interface: eth0', 1],
+      ['mountPath: /dev/aperture_devices', 1],
+    ],
+  },
+  oci: {
+    pod: 'pods/volcano-worker.yaml',
+    added: [
+      ['nvidia.com/mlnxnics: "64"', 2],
+      ['network-operator/sriov-net', 1],
+      ['- name: NCCL_IB_GID_INDEX', 1],
+      ['mountPath: /dev/shm', 1],
+    ],
+  },
+};
+
+let context;
+let profile;
+const errors = [];
+const requests = new Set();
+
+before(async () => {
+  profile = mkdtempSync(join(tmpdir(), 'playground-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1400, height: 1000 },
+  });
+  mkdirSync(out, { recursive: true });
+});
+
+after(async () => {
+  await context?.close();
+  rmSync(profile, { recursive: true, force: true });
+});
+
+async function open(url = page_url) {
+  const page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error') {
+      errors.push(`${url}: ${message.text()}`);
+    }
+  });
+  page.on('pageerror', (error) => errors.push(`${url}: ${error.message}`));
+  page.on('request', (request) => requests.add(request.url().replace(/#.*/, '')));
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.generation !== '0');
+  return page;
+}
+
+// What the page shows, as a user reads it.
+function view(page) {
+  return page.evaluate(() => {
+    const text = (id) => document.getElementById(id).textContent;
+    const status = (id) => ({ state: document.getElementById(id).dataset.state, text: text(id) });
+    return {
+      verdict: document.getElementById('verdict').dataset.verdict,
+      message: text('verdict-message'),
+      warnings: [...document.querySelectorAll('#warnings li')].map((li) => li.textContent),
+      patch: text('patch'),
+      answer: text('answer'),
+      lines: [...document.querySelectorAll('#mutated .line')].map((line) => ({
+        text: line.textContent.replace(/\n$/, ''),
+        mark: line.classList.contains('add') ? 'add' : line.classList.contains('change') ? 'change' : null,
+      })),
+      settingsStatus: status('settings-status'),
+      podStatus: status('pod-status'),
+      settings: document.getElementById('settings').value,
+      pod: document.getElementById('pod').value,
+      cloud: document.getElementById('cloud').value,
+    };
+  });
+}
+
+function example(settings, pod) {
+  const found = answers.examples.find((e) => e.settings === settings && e.pod === pod);
+  assert.ok(found, `wapc-answers wrote nothing for ${settings} with ${pod}`);
+  return found;
+}
+
+const added = (shown) => shown.lines.filter((line) => line.mark === 'add').map((line) => line.text);
+
+test('opens with an example worker and a cloud, and answers from file:// at once', async (t) => {
+  const timings = [];
+  const ready = [];
+  for (let i = 0; i < 5; i++) {
+    const page = await open();
+    await page.waitForFunction(() => performance.getEntriesByName('first-answer').length > 0);
+    const [policy, answer] = await page.evaluate(() =>
+      ['policy-ready', 'first-answer'].map((mark) => performance.getEntriesByName(mark)[0].startTime),
+    );
+    ready.push(policy);
+    timings.push(answer);
+    if (i === 0) {
+      const shown = await view(page);
+      assert.equal(shown.verdict, 'mutated');
+      assert.match(shown.settings, /^aws:/m);
+      assert.match(shown.pod, /^kind: Pod$/m);
+      await page.screenshot({ path: join(out, 'playground.png') });
+    }
+    await page.close();
+  }
+  timings.sort((a, b) => a - b);
+  const median = timings[Math.floor(timings.length / 2)];
+  t.diagnostic(`load to first answer: ${timings.map((ms) => ms.toFixed(0)).join(', ')} ms (median ${median.toFixed(0)})`);
+  writeFileSync(join(out, 'first-answer.json'), JSON.stringify({ firstAnswer: timings, policyReady: ready }));
+  // Generous: this is a check that the page answers without waiting on anything, not a benchmark.
+  assert.ok(median < 5000, `the first answer took ${median} ms`);
+});
+
+for (const [cloud, { pod, added: expected }] of Object.entries(CLOUDS)) {
+  test(`${cloud}: the example worker's verdict, patch and highlighted additions`, async () => {
+    const page = await open();
+    // The pod as it was sent: invalid settings reject it, and the page shows it unmarked.
+    await page.selectOption('#pod-example', pod);
+    await page.fill('#settings', '{}');
+    const original = await view(page);
+    assert.equal(original.verdict, 'rejected');
+    assert.equal(added(original).length, 0);
+
+    await page.selectOption('#settings-example', `settings/${cloud}.yaml`);
+    const shown = await view(page);
+    assert.equal(shown.verdict, 'mutated');
+    assert.equal(shown.cloud, cloud);
+    assert.equal(shown.settingsStatus.state, 'valid');
+    assert.deepEqual(JSON.parse(shown.patch), example(`settings/${cloud}.yaml`, pod).patch);
+    assert.ok(
+      JSON.parse(shown.patch).every((op) => op.op === 'add'),
+      'the policy only adds to these workers',
+    );
+    for (const [line, count] of expected) {
+      const matching = added(shown).filter((text) => text.includes(line));
+      assert.equal(matching.length, count, `highlighted lines with ${line}: ${matching.join(' | ')}`);
+    }
+    // The highlighting is exactly the additions: without them, the mutated pod is the original.
+    assert.deepEqual(
+      shown.lines.filter((line) => line.mark === null).map((line) => line.text),
+      original.lines.map((line) => line.text),
+    );
+    await page.close();
+  });
+}
+
+test("the chart's whole values block: the cloud menu switches the cloud in place", async () => {
+  const page = await open();
+  await page.selectOption('#settings-example', 'chart-values.yaml');
+  let shown = await view(page);
+  assert.equal(shown.cloud, 'aws');
+  assert.equal(shown.verdict, 'mutated');
+  assert.deepEqual(
+    JSON.parse(shown.patch),
+    example('chart-values.yaml', 'pods/pytorchjob-worker.yaml').patch,
+  );
+
+  await page.selectOption('#cloud', 'gcp');
+  shown = await view(page);
+  const block = parse(shown.settings).multinodeNetworking;
+  assert.deepEqual(
+    Object.fromEntries(Object.entries(block).map(([name, settings]) => [name, settings.enabled])),
+    { aws: false, azure: false, gcp: true, oci: false },
+  );
+  assert.equal(block.aws.efaDevicesPerGPU, 4, "the other clouds' values stay");
+  assert.match(shown.settings, /^# The multinodeNetworking block/, 'the comments stay');
+  assert.equal(shown.verdict, 'mutated');
+  assert.equal(added(shown).filter((line) => line.includes('- name: tcpxo-daemon')).length, 1);
+  await page.close();
+});
+
+test('a bad setting shows the policy server\'s error, naming the field', async () => {
+  const page = await open();
+  await page.fill('#settings', 'aws:\n  enabled: true\n  efaDevicesPerGpu: 4\n');
+  let shown = await view(page);
+  assert.equal(shown.settingsStatus.state, 'invalid');
+  assert.match(shown.settingsStatus.text, /aws\.efaDevicesPerGpu: unknown key/);
+  assert.equal(shown.verdict, 'rejected');
+  assert.match(shown.message, /^the policy settings are invalid: .*aws\.efaDevicesPerGpu/);
+  assert.equal(added(shown).length, 0);
+
+  await page.fill('#settings', 'aws:\n  enabled: true\n  efaDevicesPerGPU: "4"\n');
+  shown = await view(page);
+  assert.equal(shown.settingsStatus.state, 'invalid');
+  assert.match(shown.settingsStatus.text, /aws\.efaDevicesPerGPU/);
+
+  // Text that is not YAML is the page's to explain, with the line: the policy never sees it.
+  await page.fill('#settings', 'aws:\n  enabled: true\n efaDevicesPerGPU: [4\n');
+  shown = await view(page);
+  assert.equal(shown.settingsStatus.state, 'unreadable');
+  assert.match(shown.settingsStatus.text, /line 3/);
+  assert.equal(shown.verdict, 'waiting');
+  await page.close();
+});
+
+test('the malformed pod shows the rejection, and the pod that is not opted in is unchanged', async () => {
+  const page = await open();
+  await page.selectOption('#pod-example', 'pods/malformed.yaml');
+  let shown = await view(page);
+  assert.equal(shown.verdict, 'rejected');
+  assert.match(shown.message, /container "trainer" requests nvidia\.com\/gpu "1\.5", which is not a whole/);
+  assert.equal(shown.message, example('settings/aws.yaml', 'pods/malformed.yaml').message);
+  assert.match(shown.patch, /^No patch/);
+  assert.equal(added(shown).length, 0);
+
+  await page.selectOption('#pod-example', 'pods/not-opted-in.yaml');
+  shown = await view(page);
+  assert.equal(shown.verdict, 'unchanged');
+  assert.deepEqual(shown.warnings, []);
+  assert.match(shown.patch, /^No patch/);
+  assert.equal(added(shown).length, 0);
+  await page.close();
+});
+
+test('a large integer in the pod keeps its digits through the policy and the view', async () => {
+  const page = await open();
+  const pod = (await view(page)).pod.replace('terminationGracePeriodSeconds: 30', 'terminationGracePeriodSeconds: 12345678901234567891');
+  await page.fill('#pod', pod);
+  const shown = await view(page);
+  assert.equal(shown.verdict, 'mutated');
+  assert.ok(shown.answer.includes('"terminationGracePeriodSeconds":12345678901234567891'), shown.answer);
+  assert.ok(shown.lines.some((line) => line.text === '  terminationGracePeriodSeconds: 12345678901234567891'));
+  await page.close();
+});
+
+test('the share link reopens the same settings and pod', async () => {
+  const page = await open();
+  await page.selectOption('#pod-example', 'pods/volcano-worker.yaml');
+  const settings = '# mine\noci:\n  enabled: true\n  rdmaDevicesPerGPU: 2\n';
+  await page.fill('#settings', settings);
+  const pod = (await view(page)).pod.replace('llama3-70b-sft-worker-1', 'llama3-70b-sft-worker-7 # ünïcode');
+  await page.fill('#pod', pod);
+  await page.waitForFunction(
+    () => document.getElementById('share').dataset.generation === document.body.dataset.generation,
+  );
+  const before = await view(page);
+  const link = await page.evaluate(() => document.getElementById('share').href);
+  assert.equal(await page.evaluate(() => location.href), link, 'the address bar holds the link too');
+  assert.ok(link.startsWith(`${page_url}#v1.`), link);
+
+  const reopened = await open(link);
+  const after = await view(reopened);
+  assert.equal(after.settings, settings);
+  assert.equal(after.pod, pod);
+  assert.equal(after.verdict, 'mutated');
+  assert.equal(after.patch, before.patch);
+  // 8 GPUs x 2 NICs per GPU.
+  assert.match(after.patch, /nvidia\.com~1mlnxnics","value":"16"/);
+  await page.close();
+  await reopened.close();
+});
+
+test("the page's calls answer every e2e case byte for byte as the waPC module does", async () => {
+  const page = await open();
+  assert.ok(answers.cases.length > 100, `only ${answers.cases.length} answers to compare`);
+  // Decoding with `fatal` throws on bytes that are not UTF-8, so equal strings mean equal bytes.
+  const given = await page.evaluate(
+    (cases) =>
+      cases.map(({ call, payload }) =>
+        new TextDecoder('utf-8', { fatal: true }).decode(window.playground[call](new TextEncoder().encode(payload))),
+      ),
+    answers.cases,
+  );
+  const differing = answers.cases.filter((c, i) => given[i] !== c.answer).map((c) => `${c.name} (${c.file})`);
+  assert.deepEqual(differing, []);
+  await page.close();
+});
+
+test('typed into the editors, every e2e case of a pod gets its expected verdict and patch', async () => {
+  const page = await open();
+  const cases = answers.cases.filter((c) => c.pod);
+  assert.ok(cases.length > 50, `only ${cases.length} cases of a pod`);
+  const failures = [];
+  for (const c of cases) {
+    await page.fill('#settings', c.settings);
+    await page.fill('#pod', c.pod);
+    const shown = await view(page);
+    const waPC = JSON.parse(c.answer);
+    const verdict = !c.accepted ? 'rejected' : c.expectedPatch ? 'mutated' : 'unchanged';
+    const problems = [];
+    if (shown.verdict !== verdict) {
+      problems.push(`verdict ${shown.verdict}, expected ${verdict} (${shown.message})`);
+    }
+    if (c.expectedPatch && JSON.stringify(JSON.parse(shown.patch)) !== JSON.stringify(c.expectedPatch)) {
+      problems.push(`patch ${shown.patch}\nexpected ${JSON.stringify(c.expectedPatch)}`);
+    }
+    if (!c.expectedPatch && !shown.patch.startsWith('No patch')) {
+      problems.push(`a patch where none was expected: ${shown.patch}`);
+    }
+    if (JSON.stringify(shown.warnings) !== JSON.stringify(waPC.warnings ?? [])) {
+      problems.push(`warnings ${JSON.stringify(shown.warnings)}, the module gave ${JSON.stringify(waPC.warnings)}`);
+    }
+    if (!c.accepted && shown.message !== waPC.message) {
+      problems.push(`message ${shown.message}, the module gave ${waPC.message}`);
+    }
+    if (problems.length > 0) {
+      failures.push(`${c.name} (${c.file}): ${problems.join('; ')}`);
+    }
+  }
+  assert.deepEqual(failures, []);
+  await page.close();
+});
+
+test('served over HTTP, the page answers as from a folder', async () => {
+  const { server, url } = await serve(site);
+  try {
+    const page = await open(url);
+    const shown = await view(page);
+    assert.equal(shown.verdict, 'mutated');
+    assert.deepEqual(
+      JSON.parse(shown.patch),
+      example('settings/aws.yaml', 'pods/pytorchjob-worker.yaml').patch,
+    );
+    await page.close();
+  } finally {
+    server.close();
+  }
+});
+
+test('no page logged an error to the console', () => {
+  assert.deepEqual(errors, []);
+});
+
+test('the page asked for nothing but its own three files', () => {
+  const own = (url) => ['index.html', 'style.css', 'playground.js', ''].some((file) => url.endsWith(`/${file}`));
+  assert.deepEqual([...requests].filter((url) => !own(url)), []);
+  assert.ok(requests.size >= 3, [...requests].join(', '));
+});
