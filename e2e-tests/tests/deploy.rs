@@ -1,5 +1,6 @@
 //! Loads every shipped manifest under `deploy/` (every YAML document of every file) and the
-//! example settings, and holds them to the built module and to `policy-metadata.yml`.
+//! example settings, and holds them to the built module and to `policy-metadata.yml`; each
+//! cloud's vendor settings file is held to its policy manifests too.
 
 mod common;
 
@@ -61,8 +62,125 @@ fn cloud_of(file: &str) -> Option<&'static str> {
         .find(|cloud| file.starts_with(&format!("deploy/{cloud}/")))
 }
 
-#[test]
-fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
+/// What a policy manifest holds beside its settings, and what its checks need.
+struct Expected {
+    rules: Value,
+    module_url: String,
+    version: String,
+    pod: Value,
+}
+
+/// Why the policy server or the cluster would not run this policy manifest as meant, with these
+/// settings in it (the manifest's own, or a vendor file in their place).
+fn policy_problems(
+    instance: &Instance,
+    expected: &Expected,
+    file: &str,
+    value: &Value,
+    settings: &Value,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let spec = &value["spec"];
+    if value["apiVersion"] != "policies.kubewarden.io/v1" {
+        problems.push(format!("apiVersion is {}", value["apiVersion"]));
+    }
+
+    // The settings load: the policy server refuses to start on invalid settings.
+    if let Some(message) = settings_error(instance, settings) {
+        problems.push(format!(
+            "spec.settings refused by validate_settings: {message}"
+        ));
+        return problems;
+    }
+    if let Some(cloud) = cloud_of(file)
+        && settings[cloud]["enabled"] != true
+    {
+        problems.push(format!(
+            "is under deploy/{cloud}/ but does not enable {cloud}"
+        ));
+    }
+
+    if spec["mutating"] != true {
+        problems.push(
+            "spec.mutating is not true: the policy server would reject every mutation".into(),
+        );
+    }
+    if !(spec["mode"].is_null() || spec["mode"] == "protect") {
+        problems.push(format!(
+            "spec.mode is {}: monitor mode drops every patch",
+            spec["mode"]
+        ));
+    }
+    if spec["rules"] != expected.rules {
+        problems.push(format!(
+            "spec.rules {} differ from policy-metadata.yml's {}",
+            spec["rules"], expected.rules
+        ));
+    }
+    let module = spec["module"].as_str().unwrap_or_default();
+    let tag = module.rsplit_once(':').map(|(_, tag)| tag);
+    if tag != Some(&format!("v{}", expected.version)) {
+        problems.push(format!(
+            "spec.module {module:?} is not tagged v{} (Cargo.toml)",
+            expected.version
+        ));
+    }
+    if module != expected.module_url {
+        problems.push(format!(
+            "spec.module is {module:?}, not {:?}",
+            expected.module_url
+        ));
+    }
+    match value["kind"].as_str() {
+        Some("AdmissionPolicy") if value["metadata"]["namespace"].as_str().is_none() => {
+            problems.push("has no metadata.namespace".into())
+        }
+        Some("ClusterAdmissionPolicy") if !spec["namespaceSelector"].is_object() => {
+            problems.push("has no namespaceSelector: it would act in every namespace".into())
+        }
+        _ => {}
+    }
+
+    // matchConditions must let the trigger annotation through.
+    let trigger = settings["triggerAnnotation"]
+        .as_str()
+        .unwrap_or(DEFAULT_TRIGGER);
+    let conditions = spec["matchConditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !conditions.is_empty()
+        && !conditions.iter().any(|condition| {
+            condition["expression"]
+                .as_str()
+                .is_some_and(|e| e.contains(&format!("'{trigger}'")))
+        })
+    {
+        problems.push(format!(
+            "no matchConditions expression names the trigger annotation {trigger}"
+        ));
+    }
+    if conditions.is_empty() && spec["failurePolicy"] == "Fail" {
+        problems.push("failurePolicy Fail without matchConditions holds up every pod".into());
+    }
+
+    // With these settings, the example worker pod is mutated.
+    let answer = instance
+        .validate(
+            &admission_request("CREATE", &pod_kind(), &expected.pod),
+            settings,
+        )
+        .unwrap();
+    if !answer.accepted || answer.mutated_object.is_none() {
+        problems.push(format!(
+            "the example pod is not mutated with these settings: accepted {}, {:?}",
+            answer.accepted, answer.message
+        ));
+    }
+    problems
+}
+
+fn expected() -> Expected {
     let version = cargo_version();
     let metadata = policy_metadata();
     let oci_url = string(
@@ -70,114 +188,49 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
         "/annotations/io.kubewarden.policy.ociUrl",
         "policy-metadata.yml",
     );
-    let module_url = format!("registry://{oci_url}:v{version}");
-    let pod = yaml(&repo_root().join("examples/pod.yaml"));
-    let instance = policy().instance().unwrap();
+    Expected {
+        rules: metadata["rules"].clone(),
+        module_url: format!("registry://{oci_url}:v{version}"),
+        version,
+        pod: yaml(&repo_root().join("examples/pod.yaml")),
+    }
+}
 
+/// The manifests that are policies, with their kind.
+fn policy_documents(documents: &[Document]) -> Vec<(&Document, &str)> {
+    documents
+        .iter()
+        .filter_map(|document| {
+            let kind = document.value["kind"].as_str().unwrap_or_default();
+            matches!(kind, "AdmissionPolicy" | "ClusterAdmissionPolicy").then_some((document, kind))
+        })
+        .collect()
+}
+
+#[test]
+fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
+    let expected = expected();
+    let instance = policy().instance().unwrap();
     let documents = deploy_documents();
     let mut failures = Vec::new();
-    let mut policies = Vec::new();
     for Document { file, value } in &documents {
         let kind = value["kind"].as_str().unwrap_or_default();
+        if !matches!(
+            kind,
+            "AdmissionPolicy" | "ClusterAdmissionPolicy" | "ConfigMap"
+        ) {
+            failures.push(format!("{file}: unexpected kind {kind:?}"));
+        }
+    }
+    let policies = policy_documents(&documents);
+    for (Document { file, value }, kind) in &policies {
         let name = value["metadata"]["name"].as_str().unwrap_or_default();
-        let mut fail = |what: String| failures.push(format!("{file} ({kind} {name}): {what}"));
-        match kind {
-            "AdmissionPolicy" | "ClusterAdmissionPolicy" => {}
-            "ConfigMap" => continue,
-            other => {
-                fail(format!("unexpected kind {other:?}"));
-                continue;
-            }
-        }
-        policies.push((file.as_str(), kind));
-        let spec = &value["spec"];
-        if value["apiVersion"] != "policies.kubewarden.io/v1" {
-            fail(format!("apiVersion is {}", value["apiVersion"]));
-        }
-
-        // The settings load: the policy server refuses to start on invalid settings.
-        let settings = spec.get("settings").cloned().unwrap_or_else(|| json!({}));
-        if let Some(message) = settings_error(&instance, &settings) {
-            fail(format!(
-                "spec.settings refused by validate_settings: {message}"
-            ));
-            continue;
-        }
-        if let Some(cloud) = cloud_of(file)
-            && settings[cloud]["enabled"] != true
-        {
-            fail(format!(
-                "is under deploy/{cloud}/ but does not enable {cloud}"
-            ));
-        }
-
-        if spec["mutating"] != true {
-            fail("spec.mutating is not true: the policy server would reject every mutation".into());
-        }
-        if !(spec["mode"].is_null() || spec["mode"] == "protect") {
-            fail(format!(
-                "spec.mode is {}: monitor mode drops every patch",
-                spec["mode"]
-            ));
-        }
-        if spec["rules"] != metadata["rules"] {
-            fail(format!(
-                "spec.rules {} differ from policy-metadata.yml's {}",
-                spec["rules"], metadata["rules"]
-            ));
-        }
-        let module = spec["module"].as_str().unwrap_or_default();
-        let tag = module.rsplit_once(':').map(|(_, tag)| tag);
-        if tag != Some(&format!("v{version}")) {
-            fail(format!(
-                "spec.module {module:?} is not tagged v{version} (Cargo.toml)"
-            ));
-        }
-        if module != module_url {
-            fail(format!("spec.module is {module:?}, not {module_url:?}"));
-        }
-        match kind {
-            "AdmissionPolicy" if value["metadata"]["namespace"].as_str().is_none() => {
-                fail("has no metadata.namespace".into())
-            }
-            "ClusterAdmissionPolicy" if !spec["namespaceSelector"].is_object() => {
-                fail("has no namespaceSelector: it would act in every namespace".into())
-            }
-            _ => {}
-        }
-
-        // matchConditions must let the trigger annotation through.
-        let trigger = settings["triggerAnnotation"]
-            .as_str()
-            .unwrap_or(DEFAULT_TRIGGER);
-        let conditions = spec["matchConditions"]
-            .as_array()
+        let settings = value["spec"]
+            .get("settings")
             .cloned()
-            .unwrap_or_default();
-        if !conditions.is_empty()
-            && !conditions.iter().any(|condition| {
-                condition["expression"]
-                    .as_str()
-                    .is_some_and(|e| e.contains(&format!("'{trigger}'")))
-            })
-        {
-            fail(format!(
-                "no matchConditions expression names the trigger annotation {trigger}"
-            ));
-        }
-        if conditions.is_empty() && spec["failurePolicy"] == "Fail" {
-            fail("failurePolicy Fail without matchConditions holds up every pod".into());
-        }
-
-        // With these settings, the example worker pod is mutated.
-        let answer = instance
-            .validate(&admission_request("CREATE", &pod_kind(), &pod), &settings)
-            .unwrap();
-        if !answer.accepted || answer.mutated_object.is_none() {
-            fail(format!(
-                "the example pod is not mutated with these settings: accepted {}, {:?}",
-                answer.accepted, answer.message
-            ));
+            .unwrap_or_else(|| json!({}));
+        for problem in policy_problems(&instance, &expected, file, value, &settings) {
+            failures.push(format!("{file} ({kind} {name}): {problem}"));
         }
     }
     assert!(
@@ -191,11 +244,45 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
             assert!(
                 policies
                     .iter()
-                    .any(|(file, k)| *k == kind && cloud_of(file) == Some(cloud)),
+                    .any(|(document, k)| *k == kind && cloud_of(&document.file) == Some(cloud)),
                 "deploy/{cloud}/ has no {kind}"
             );
         }
     }
+}
+
+/// deploy/README.md tells users to put a vendor file under `spec.settings` instead of the
+/// chart's values: every policy manifest must still hold with it.
+#[test]
+fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
+    let expected = expected();
+    let instance = policy().instance().unwrap();
+    let documents = deploy_documents();
+    let root = repo_root();
+    let mut failures = Vec::new();
+    let mut tried = 0;
+    for (Document { file, value }, kind) in policy_documents(&documents) {
+        let Some(cloud) = cloud_of(file) else {
+            continue;
+        };
+        let vendor = format!("examples/settings/vendor/{cloud}.yaml");
+        let settings = yaml(&root.join(&vendor));
+        tried += 1;
+        for problem in policy_problems(&instance, &expected, file, value, &settings) {
+            failures.push(format!("{file} ({kind}) with {vendor}: {problem}"));
+        }
+    }
+    assert_eq!(
+        tried,
+        2 * CLOUDS.len(),
+        "one AdmissionPolicy and one ClusterAdmissionPolicy per cloud"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} problems:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
