@@ -1,4 +1,5 @@
-# Builds the policy module, runs it, tests it. Every target installs what it needs itself.
+# Builds the policy module, runs it, tests it. Every target installs what it needs itself, except
+# Node.js 20 or later where the distribution's is older (the node target then says so).
 
 WASM_TARGET := wasm32-wasip1
 CRATE       := multinode_networking_policy
@@ -88,17 +89,17 @@ CHROMIUM        ?= /usr/bin/chromium
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version = "\(.*\)"$$/\1/p;}' Cargo.lock)
 
 .PHONY: playground-site
-playground-site: | browser-target wasm-bindgen-cli playground/node_modules/.package-lock.json
+playground-site: | node browser-target wasm-bindgen-cli playground/node_modules/.package-lock.json
 	$(CARGO) build --locked --profile playground --target $(BROWSER_TARGET) -p playground
 	node playground/build.mjs --wasm $(PLAYGROUND_WASM) --wasm-bindgen wasm-bindgen --out $(PLAYGROUND_SITE)
 
 .PHONY: playground
-playground: playground-site
+playground: playground-site | node
 	node playground/serve.mjs $(PLAYGROUND_SITE) $(PORT)
 
 # The page in Debian's Chromium, held to the waPC module's answers to every e2e case.
 .PHONY: playground-test
-playground-test: playground-site annotated-policy.wasm | chromium
+playground-test: playground-site annotated-policy.wasm | node chromium
 	$(CARGO) run --locked -q -p e2e-tests --bin wapc-answers -- target/playground-test/answers.json \
 		--module annotated-policy.wasm
 	cd playground && CHROMIUM=$(CHROMIUM) POLICY_WASM=$(CURDIR)/annotated-policy.wasm \
@@ -117,7 +118,15 @@ wasm-bindgen-cli:
 		$(CARGO) install --debug --no-default-features --locked wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) || \
 		$(CARGO) install --debug --no-default-features wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
 
-playground/node_modules/.package-lock.json: playground/package-lock.json
+# Node.js 20 or later with npm: Debian's nodejs and npm where they are missing (Debian 13 has 20;
+# Debian 12 has 18, too old for playwright-core and CompressionStream("deflate-raw"), and then the
+# check below says so).
+.PHONY: node
+node:
+	@bash tools/apt-install.sh node=nodejs npm=npm
+	@node -e 'if (Number(process.versions.node.split(".")[0]) < 20) { console.error("the playground needs Node.js 20 or later, and this is " + process.version + ": install a newer one (NodeSource, or Debian 13 nodejs)"); process.exit(1) }'
+
+playground/node_modules/.package-lock.json: playground/package-lock.json | node
 	cd playground && npm ci --no-audit --no-fund
 
 .PHONY: chromium
