@@ -74,7 +74,7 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     match trigger::decide(&pod.0.0, &common) {
         Decision::Pass => accept(Vec::new()),
         Decision::PassWithWarning(warning) => accept(vec![warning]),
-        Decision::Inject => match Config::from_tape(settings) {
+        Decision::Inject => match Config::from_tape(settings, common) {
             Ok(config) => inject(text, &config),
             Err(e) => reject(invalid(e)),
         },

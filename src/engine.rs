@@ -118,25 +118,20 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
         )?),
         None => None,
     };
-    let mut instance_env = Vec::new();
+    // The instance type's env over the profile's; a copy only where it changes anything.
+    let mut env = Cow::Borrowed(profile.env.as_slice());
     if let Some(placement) = &placement {
         outcome.warnings.extend(placement.warnings.iter().cloned());
         if !placement.env.is_empty() {
-            instance_env = profile.env.clone();
-            apply_env(&mut instance_env, &placement.env);
+            apply_env(env.to_mut(), &placement.env);
         }
     }
-    let env = if placement.as_ref().is_some_and(|p| !p.env.is_empty()) {
-        &instance_env
-    } else {
-        &profile.env
-    };
 
     // The profile's additions as JSON text, written once and copied into every GPU container.
     let additions = Additions {
         profile,
         count: placement.as_ref().map(|p| p.count),
-        env: Block::new(env),
+        env: Block::new(env.iter()),
         mounts: Block::new(
             profile
                 .mounts

@@ -324,12 +324,6 @@ pub struct Sidecar<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Network<'a>(pub Cow<'a, str>);
 
-impl Profile<'_> {
-    pub fn env_vars(&self) -> impl Iterator<Item = &EnvVar<'_>> {
-        self.env.iter()
-    }
-}
-
 impl Volume<'static> {
     /// A `hostPath` volume of one of the tables.
     pub fn host_path(name: &'static str, path: &'static str, kind: Option<&'static str>) -> Self {

@@ -9,6 +9,7 @@
 //! ([`crate::clouds`]); this file knows no cloud by name.
 
 use std::borrow::Cow;
+use std::fmt::Display;
 
 use crate::clouds::{self, Cloud, Key, Kind, Param, apply_env};
 use crate::error::Path;
@@ -135,16 +136,21 @@ impl<'a> Config<'a> {
         let tape = Tape::read_lazy(&mut deserializer, LAZY)
             .and_then(|tape| deserializer.end().map(|()| tape))
             .map_err(|e| SettingsError(vec![format!("settings are not valid JSON: {e}")]))?;
-        Config::checked(&tape, Rows::All)
+        Config::checked(&tape, Rows::All, None)
     }
 
-    /// Reads and checks the settings of a request; the instance tables' rows are checked when a
-    /// pod names them. The configuration borrows the text the tape borrows, not the tape.
-    pub fn from_tape(tape: &Tape<'a>) -> Result<Config<'a>, SettingsError> {
-        Config::checked(tape, Rows::Named)
+    /// Reads and checks the settings of a request whose common keys were read already; the
+    /// instance tables' rows are checked when a pod names them. The configuration borrows the
+    /// text the tape borrows, not the tape.
+    pub fn from_tape(tape: &Tape<'a>, common: Common<'a>) -> Result<Config<'a>, SettingsError> {
+        Config::checked(tape, Rows::Named, Some(common))
     }
 
-    fn checked(tape: &Tape<'a>, rows: Rows) -> Result<Config<'a>, SettingsError> {
+    fn checked(
+        tape: &Tape<'a>,
+        rows: Rows,
+        common: Option<Common<'a>>,
+    ) -> Result<Config<'a>, SettingsError> {
         let top = top(tape)?;
         let mut r = Reader::default();
         for (key, _) in top.members() {
@@ -172,7 +178,7 @@ impl<'a> Config<'a> {
                 }
             }
         }
-        let common = r.common(top);
+        let common = common.unwrap_or_else(|| r.common(top));
 
         let cloud = match enabled.len() {
             1 => enabled.pop(),
@@ -307,14 +313,29 @@ impl Reader {
     /// A cloud block: absent and `null` read as "not there".
     fn block<'t, 'a>(&mut self, top: Value<'t, 'a>, name: &str) -> Option<Value<'t, 'a>> {
         let raw = top.get(name)?;
+        self.of_type(
+            &name,
+            raw,
+            JsonType::Object,
+            &"an object such as {enabled: true}",
+        )
+    }
+
+    /// `raw` when it is of type `want`; `None` when it is `null` (not there), or of another type,
+    /// which is an error: `{path}: must be {must_be}, got {type}`.
+    fn of_type<'t, 'a>(
+        &mut self,
+        path: &dyn Display,
+        raw: Value<'t, 'a>,
+        want: JsonType,
+        must_be: &dyn Display,
+    ) -> Option<Value<'t, 'a>> {
         match raw.json_type() {
             JsonType::Null => None,
-            JsonType::Object => Some(raw),
+            found if found == want => Some(raw),
             other => {
-                self.errors.push(format!(
-                    "{name}: must be an object such as {{enabled: true}}, got {}",
-                    other.name()
-                ));
+                self.errors
+                    .push(format!("{path}: must be {must_be}, got {}", other.name()));
                 None
             }
         }
@@ -487,17 +508,12 @@ impl Reader {
         valid: fn(&str) -> bool,
         what: &str,
     ) -> Option<Vec<Cow<'a, str>>> {
-        match raw.json_type() {
-            JsonType::Null => return None,
-            JsonType::List => {}
-            other => {
-                self.errors.push(format!(
-                    "{path}: must be a list, each item {what}, got {}",
-                    other.name()
-                ));
-                return None;
-            }
-        }
+        let raw = self.of_type(
+            path,
+            raw,
+            JsonType::List,
+            &format_args!("a list, each item {what}"),
+        )?;
         let errors = self.errors.len();
         let count = raw.count();
         if let Some(len) = len.filter(|len| *len != count) {
@@ -524,13 +540,10 @@ impl Reader {
         let Some(raw) = raw else {
             return default.iter().map(|s| Cow::Borrowed(*s)).collect();
         };
-        if raw.json_type() != JsonType::List {
-            self.errors.push(format!(
-                "{key}: must be a list (an empty list means any owner), got {}",
-                raw.json_type().name()
-            ));
+        let list_of_any = &"a list (an empty list means any owner)";
+        let Some(raw) = self.of_type(&key, raw, JsonType::List, list_of_any) else {
             return Vec::new();
-        }
+        };
         let mut out = Vec::new();
         for (i, item) in raw.items().enumerate() {
             match item.as_str().filter(|s| valid(s)) {
@@ -545,17 +558,10 @@ impl Reader {
 
     /// An `env` map (behaviour.md §1.2), sorted by name, the last of a repeated name counting.
     fn env<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Vec<EnvChange<'a>> {
-        match raw.json_type() {
-            JsonType::Null => return Vec::new(),
-            JsonType::Object => {}
-            other => {
-                self.errors.push(format!(
-                    "{path}: must be an object of NAME: \"value\", or NAME: null to not inject NAME, got {}",
-                    other.name()
-                ));
-                return Vec::new();
-            }
-        }
+        let must_be = &"an object of NAME: \"value\", or NAME: null to not inject NAME";
+        let Some(raw) = self.of_type(path, raw, JsonType::Object, must_be) else {
+            return Vec::new();
+        };
         let mut changes: Vec<EnvChange<'a>> = Vec::new();
         for (name, value) in raw.members() {
             if !is_env_name(name) {
@@ -606,17 +612,8 @@ impl Reader {
         table: Value<'_, 'a>,
         rows: Rows,
     ) -> Option<&'a RawValue> {
-        match table.json_type() {
-            JsonType::Null => return None,
-            JsonType::Object => {}
-            other => {
-                self.errors.push(format!(
-                    "{path}: must be an object of instance type: {{devicesPerNode: D, gpusPerNode: P}}, got {}",
-                    other.name()
-                ));
-                return None;
-            }
-        }
+        let must_be = &"an object of instance type: {devicesPerNode: D, gpusPerNode: P}";
+        let table = self.of_type(path, table, JsonType::Object, must_be)?;
         let text = table.as_text()?;
         if rows == Rows::All {
             // The text was read as JSON already: it reads again.
@@ -934,7 +931,9 @@ mod tests {
         let text = json!({"aws": {"enabled": true, "instanceTypes": {"x": {"devicesPerNode": "4", "gpusPerNode": 8}, "y": {"devicesPerNode": 4, "gpusPerNode": 8}}}}).to_string();
         let mut de = serde_json::Deserializer::from_str(&text);
         let tape = Tape::read_lazy(&mut de, LAZY).unwrap();
-        let config = Config::from_tape(&tape).expect("rows are not read before a pod names them");
+        let common = Common::from_tape(&tape).unwrap();
+        let config =
+            Config::from_tape(&tape, common).expect("rows are not read before a pod names them");
         let table = config.cloud.profile().instance_types;
         assert_eq!(table.get("y").unwrap().unwrap().devices, 4);
         assert_eq!(

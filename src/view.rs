@@ -316,10 +316,10 @@ impl<'de> Visitor<'de> for Seed<'_> {
         };
         let mut object = Object::of(shape);
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            let value = match shape.members.iter().find(|(name, _)| *name == key.0) {
-                Some(&(name, member)) => map.next_value_seed(Seed {
+            let value = match shape.member(&key.0) {
+                Some(member) => map.next_value_seed(Seed {
                     member,
-                    path: &Path::Key(self.path, name),
+                    path: &Path::Key(self.path, &key.0),
                     wrong_type: self.wrong_type,
                 })?,
                 None => Node::Raw(map.next_value()?),
@@ -369,10 +369,9 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
 }
 
-/// An object key, borrowed from the request when it has no escapes.
-#[derive(Debug)]
 /// An object's key, borrowed from the request unless it has escapes. (The settings' tape reads
 /// its keys with it too.)
+#[derive(Debug)]
 pub(crate) struct Key<'a>(pub(crate) Cow<'a, str>);
 
 impl Key<'_> {

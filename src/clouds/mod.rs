@@ -87,23 +87,6 @@ pub struct Plugin {
     pub rows: &'static [Row],
 }
 
-impl PartialEq for Cloud {
-    fn eq(&self, other: &Cloud) -> bool {
-        self.name == other.name
-    }
-}
-
-impl Eq for Cloud {}
-
-/// Keys are compared by name: within a cloud, names are unique (a test checks).
-impl PartialEq for Key {
-    fn eq(&self, other: &Key) -> bool {
-        self.name == other.name
-    }
-}
-
-impl Eq for Key {}
-
 impl Cloud {
     pub fn key(&self, name: &str) -> Option<&'static Key> {
         self.keys.iter().find(|key| key.name == name)
@@ -200,7 +183,7 @@ fn set_resource<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
     }
 }
 
-/// The per-GPU key's [`Kind`] and the device count of a cloud whose default is `n` per GPU.
+/// The device count of a cloud whose default is `n` devices per GPU.
 fn per_gpu(n: u64) -> DeviceCount {
     DeviceCount::PerGpu(Ratio::whole(n))
 }
