@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Instance, Response, SettingsResponse, admission_request, checked_patch, pod_kind};
+use crate::{Instance, Response, admission_request, checked_patch, pod_kind};
 
 /// One mutation case.
 #[derive(Debug, Clone, Deserialize)]
@@ -76,6 +76,29 @@ pub struct SettingsCase {
     pub message: Vec<String>,
 }
 
+impl Case {
+    /// The `validate` payload: `payload` as it is, or the request built from the case.
+    pub fn payload(&self) -> Vec<u8> {
+        match &self.payload {
+            Some(text) => text.clone().into_bytes(),
+            None => fixtures::payload(
+                &admission_request(&self.operation, &self.kind, &self.object),
+                &self.settings,
+            ),
+        }
+    }
+}
+
+impl SettingsCase {
+    /// The `validate_settings` payload: `settings_text` as it is, or `settings` as JSON.
+    pub fn payload(&self) -> Vec<u8> {
+        match &self.settings_text {
+            Some(text) => text.clone().into_bytes(),
+            None => serde_json::to_vec(&self.settings).expect("a JSON value serialises"),
+        }
+    }
+}
+
 fn create() -> String {
     "CREATE".to_string()
 }
@@ -118,15 +141,8 @@ fn settings_from_file(case: &mut serde_yaml::Value) -> Result<()> {
 
 /// Every `*.yaml` below `dir`, each a stream of documents of type `T`, in path order.
 pub fn load<T: for<'de> Deserialize<'de>>(dir: &Path) -> Result<Vec<(PathBuf, T)>> {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
-    files.sort();
     let mut cases = Vec::new();
-    for file in files {
+    for file in crate::yaml_files(dir)? {
         let text = std::fs::read_to_string(&file)?;
         for document in serde_yaml::Deserializer::from_str(&text) {
             let mut value = serde_yaml::Value::deserialize(document)
@@ -149,19 +165,12 @@ pub fn run(instance: &Instance, case: &Case) -> Result<()> {
         case.expect.accepted == case.expect.message.is_none(),
         "a rejection gives expect.message and an acceptance none"
     );
-    if let Some(payload) = &case.payload {
+    if case.payload.is_some() {
         ensure!(
             case.object.is_null() && case.settings.is_null() && case.expect.pod.is_none(),
             "a case with payload has no object, no settings and expects no mutated pod"
         );
-        let answer = instance.call("validate", payload.as_bytes())?;
-        let response: Response = serde_json::from_slice(&answer).with_context(|| {
-            format!(
-                "validate answered something that is not a ValidationResponse: {}",
-                String::from_utf8_lossy(&answer)
-            )
-        })?;
-        return check(&case.expect, &response);
+        return check(&case.expect, &instance.validate_bytes(&case.payload())?);
     }
     ensure!(
         !case.settings.is_null(),
@@ -240,22 +249,11 @@ pub fn run_settings(instance: &Instance, case: &SettingsCase) -> Result<()> {
         case.valid == case.message.is_empty(),
         "invalid settings give their message and valid ones none"
     );
-    let response = match &case.settings_text {
-        Some(text) => {
-            ensure!(
-                case.settings.is_null(),
-                "a case has settings or settings_text, not both"
-            );
-            let answer = instance.call("validate_settings", text.as_bytes())?;
-            serde_json::from_slice::<SettingsResponse>(&answer).with_context(|| {
-                format!(
-                    "validate_settings answered {}",
-                    String::from_utf8_lossy(&answer)
-                )
-            })?
-        }
-        None => instance.validate_settings(&case.settings)?,
-    };
+    ensure!(
+        case.settings_text.is_none() || case.settings.is_null(),
+        "a case has settings or settings_text, not both"
+    );
+    let response = instance.validate_settings_bytes(&case.payload())?;
     ensure!(
         response.valid == case.valid,
         "valid = {}, expected {} (message: {:?})",

@@ -20,6 +20,33 @@ pub use fixtures::{admission_request, pod_kind};
 
 pub mod bare;
 pub mod cases;
+
+/// The YAML files under `dir` at any depth (`.yaml`, `.yml`, and `.json`, which YAML reads),
+/// sorted.
+pub fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(dir) {
+        let path = entry
+            .with_context(|| format!("cannot walk {}", dir.display()))?
+            .into_path();
+        if path.is_file()
+            && path
+                .extension()
+                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+        {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// One YAML (or JSON) document, as JSON.
+pub fn read_yaml(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_yaml::from_str(&text).with_context(|| format!("{} is not YAML or JSON", path.display()))
+}
 #[path = "../../tests/support/patch_rule.rs"]
 mod patch_rule;
 
@@ -113,7 +140,12 @@ impl Instance {
     }
 
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<Response> {
-        let answer = self.call("validate", &validate_payload(request, settings)?)?;
+        self.validate_bytes(&fixtures::payload(request, settings))
+    }
+
+    /// `validate` on a payload as it is, its answer decoded.
+    pub fn validate_bytes(&self, payload: &[u8]) -> Result<Response> {
+        let answer = self.call("validate", payload)?;
         serde_json::from_slice(&answer).with_context(|| {
             format!(
                 "validate answered something that is not a ValidationResponse: {}",
@@ -123,7 +155,12 @@ impl Instance {
     }
 
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsResponse> {
-        let answer = self.call("validate_settings", &serde_json::to_vec(settings)?)?;
+        self.validate_settings_bytes(&serde_json::to_vec(settings)?)
+    }
+
+    /// `validate_settings` on a payload as it is, its answer decoded.
+    pub fn validate_settings_bytes(&self, payload: &[u8]) -> Result<SettingsResponse> {
+        let answer = self.call("validate_settings", payload)?;
         serde_json::from_slice(&answer).with_context(|| {
             format!(
                 "validate_settings answered {}",
@@ -131,11 +168,6 @@ impl Instance {
             )
         })
     }
-}
-
-/// What the policy server sends to `validate`: the request with the policy's settings.
-pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
-    Ok(fixtures::payload(request, settings))
 }
 
 /// Checks what the policy server would do with a mutation: the JSON Patch it computes must only

@@ -15,18 +15,7 @@ use serde_json::{Value, json};
 const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
 
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .map(|entry| entry.expect("cannot walk the directory").into_path())
-        .filter(|path| {
-            path.is_file()
-                && path
-                    .extension()
-                    .is_some_and(|ext| ext == "yaml" || ext == "yml")
-        })
-        .collect();
-    files.sort();
-    files
+    e2e_tests::yaml_files(dir).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 struct Document {

@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use e2e_tests::{Instance, Policy, admission_request, pod_kind};
-// The pods live with the other tests' fixtures; what the bench times is theirs, byte for byte.
+// The pods live beside the other tests' fixtures (the bench alone uses them), so that a change to
+// them is a change to BENCHMARKS.md's figures, made in one place.
 use fixtures::realistic::{
     deployment_pod, extra_env, jobset_worker, mpijob_worker, pytorchjob_worker, stress_pod,
     volcano_job_worker,
@@ -475,12 +476,11 @@ fn settings(cloud: &str) -> Result<Value> {
 }
 
 fn example(file: &str) -> Result<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/settings")
-        .join(file);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(serde_yaml::from_str(&text)?)
+    e2e_tests::read_yaml(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/settings")
+            .join(file),
+    )
 }
 
 /// The largest settings a cluster is likely to have: OCI's vendor file (seven shapes with their

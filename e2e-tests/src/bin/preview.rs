@@ -12,7 +12,6 @@ use anyhow::{Context, Result, bail};
 use e2e_tests::{Policy, admission_request, default_module_path, pod_kind};
 use policy_payload::settings_block;
 use publish::annotate::annotation;
-use serde_json::Value;
 
 struct Args {
     cloud: String,
@@ -43,8 +42,8 @@ fn run() -> Result<ExitCode> {
             .join("settings")
             .join(format!("{}.yaml", args.cloud))
     });
-    let pod = read_document(&pod_path)?;
-    let settings = settings_block(read_document(&settings_path)?);
+    let pod = e2e_tests::read_yaml(&pod_path)?;
+    let settings = settings_block(e2e_tests::read_yaml(&settings_path)?);
 
     let module = std::fs::read(&args.module)
         .with_context(|| format!("cannot read {}", args.module.display()))?;
@@ -113,12 +112,4 @@ fn parse_args() -> Result<Args> {
         );
     }
     Ok(args)
-}
-
-/// A YAML or JSON file (JSON is YAML).
-fn read_document(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_yaml::from_str(&text)
-        .with_context(|| format!("{} is neither YAML nor JSON", path.display()))
 }

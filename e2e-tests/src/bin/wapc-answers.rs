@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use e2e_tests::cases::{self, Case, SettingsCase};
 use e2e_tests::{Instance, Policy, admission_request, default_module_path, pod_kind};
-use policy_payload::{Payload, settings_block};
+use policy_payload::settings_block;
 use serde_json::{Value, json};
 
 fn main() -> Result<()> {
@@ -45,10 +45,7 @@ fn main() -> Result<()> {
     }
     for (file, case) in cases::load::<SettingsCase>(&root.join("settings-cases"))? {
         // A case of settings text that is not a JSON object sends that text as it is.
-        let payload = match &case.settings_text {
-            Some(text) => text.clone().into_bytes(),
-            None => serde_json::to_vec(&case.settings)?,
-        };
+        let payload = case.payload();
         written.push(json!({
             "name": case.name,
             "file": file.strip_prefix(root).unwrap_or(&file).display().to_string(),
@@ -82,23 +79,19 @@ fn mutation_case(instance: &Instance, file: &str, case: &Case) -> Result<Vec<Val
     // A case given as a whole payload (text a request built from a pod cannot be: not JSON, a
     // repeated key) is sent as it is; the page's calls must answer it alike, but it has no pod
     // to type into the page's editors.
-    if let Some(payload) = &case.payload {
+    let payload = case.payload();
+    let answer = instance.call("validate", &payload)?;
+    if case.payload.is_some() {
         return Ok(vec![json!({
             "name": case.name,
             "file": file,
             "call": "validate",
-            "payload": payload,
-            "answer": text(&instance.call("validate", payload.as_bytes())?)?,
+            "payload": text(&payload)?,
+            "answer": text(&answer)?,
             "pod": null,
             "accepted": case.expect.accepted,
         })]);
     }
-    let request = admission_request(&case.operation, &case.kind, &case.object);
-    let payload = serde_json::to_vec(&Payload {
-        request: &request,
-        settings: &case.settings,
-    })?;
-    let answer = instance.call("validate", &payload)?;
     // The page builds the request for a pod it is given only as a CREATE of a core/v1 Pod.
     let page_can_send = case.operation == "CREATE" && case.kind == pod_kind();
     let mut entries = vec![json!({
@@ -115,10 +108,7 @@ fn mutation_case(instance: &Instance, file: &str, case: &Case) -> Result<Vec<Val
     let mutated = serde_json::from_slice::<Value>(&answer)?["mutated_object"].take();
     if !mutated.is_null() {
         let again = admission_request(&case.operation, &case.kind, &mutated);
-        let payload = serde_json::to_vec(&Payload {
-            request: &again,
-            settings: &case.settings,
-        })?;
+        let payload = fixtures::payload(&again, &case.settings);
         entries.push(json!({
             "name": format!("{} (second pass)", case.name),
             "file": file,
@@ -131,9 +121,9 @@ fn mutation_case(instance: &Instance, file: &str, case: &Case) -> Result<Vec<Val
 }
 
 fn examples(instance: &Instance, dir: &Path) -> Result<Vec<Value>> {
-    let mut settings_files = yaml_files(&dir.join("settings"))?;
+    let mut settings_files = e2e_tests::yaml_files(&dir.join("settings"))?;
     settings_files.push(dir.join("chart-values.yaml"));
-    let pod_files = yaml_files(&dir.join("pods"))?;
+    let pod_files = e2e_tests::yaml_files(&dir.join("pods"))?;
     ensure!(
         !pod_files.is_empty(),
         "no example pods under {}",
@@ -149,9 +139,9 @@ fn examples(instance: &Instance, dir: &Path) -> Result<Vec<Value>> {
     };
     let mut answers = Vec::new();
     for settings_file in &settings_files {
-        let settings = settings_block(yaml(settings_file)?);
+        let settings = settings_block(e2e_tests::read_yaml(settings_file)?);
         for pod_file in &pod_files {
-            let pod = yaml(pod_file)?;
+            let pod = e2e_tests::read_yaml(pod_file)?;
             let response =
                 instance.validate(&admission_request("CREATE", &pod_kind(), &pod), &settings)?;
             answers.push(json!({
@@ -165,28 +155,6 @@ fn examples(instance: &Instance, dir: &Path) -> Result<Vec<Value>> {
         }
     }
     Ok(answers)
-}
-
-fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(dir) {
-        let path = entry?.into_path();
-        if path.is_file()
-            && path
-                .extension()
-                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-        {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-fn yaml(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_yaml::from_str(&text).with_context(|| format!("{} is not YAML", path.display()))
 }
 
 /// The bytes as text: JSON, and so UTF-8; the test compares the bytes of this text.

@@ -20,8 +20,7 @@ pub fn read(path: &Path) -> String {
 
 /// One YAML document as JSON.
 pub fn yaml(path: &Path) -> Value {
-    serde_yaml::from_str(&read(path))
-        .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()))
+    e2e_tests::read_yaml(path).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// Every non-empty document of a multi-document YAML file, as JSON.
