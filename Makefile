@@ -12,10 +12,10 @@ POD         ?=
 SETTINGS    ?=
 KWCTL       ?= kwctl
 # Binaryen's optimizer after rustc: the same code in about 15% fewer bytes (BENCHMARKS.md). The
-# features are those rustc enables for wasm32-wasip1.
+# features are those rustc enables for wasm32-wasip1 (`rustc --print cfg --target wasm32-wasip1`).
 WASM_OPT       ?= wasm-opt
 WASM_OPT_FLAGS ?= -O2 --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
-                  --enable-nontrapping-float-to-int
+                  --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types
 
 .PHONY: all
 all: annotated-policy.wasm
@@ -119,12 +119,12 @@ wasm-bindgen-cli:
 		$(CARGO) install --debug --no-default-features wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
 
 # Node.js 20 or later with npm: Debian's nodejs and npm where they are missing (Debian 13 has 20;
-# Debian 12 has 18, too old for playwright-core and CompressionStream("deflate-raw"), and then the
-# check below says so).
+# Debian 12 has 18, too old for playwright-core and for CompressionStream("deflate-raw"), which
+# the share link's test uses, and then the check below says so).
 .PHONY: node
 node:
 	@bash tools/apt-install.sh node=nodejs npm=npm
-	@node -e 'if (Number(process.versions.node.split(".")[0]) < 20) { console.error("the playground needs Node.js 20 or later, and this is " + process.version + ": install a newer one (NodeSource, or Debian 13 nodejs)"); process.exit(1) }'
+	@node -e 'try { if (Number(process.versions.node.split(".")[0]) < 20) throw 0; new CompressionStream("deflate-raw") } catch { console.error("the playground needs Node.js 20 or later with CompressionStream(\"deflate-raw\"), and this is " + process.version + ": install a newer one (NodeSource, or Debian 13 nodejs)"); process.exit(1) }'
 
 playground/node_modules/.package-lock.json: playground/package-lock.json | node
 	cd playground && npm ci --no-audit --no-fund

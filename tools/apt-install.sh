@@ -26,11 +26,17 @@ install_packages() {
         "${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
         own_policy=1
     fi
+    # A fresh machine's `make test` installs three times (binaryen, the registry, chromium): one
+    # `apt-get update` within the hour serves them all, and a failed install updates and retries.
+    local stamp=${TMPDIR:-/tmp}/apt-install.updated
+    update() { "${sudo[@]}" apt-get update -qq && touch "$stamp"; }
+    install() { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; }
     local status=0
-    {
-        "${sudo[@]}" apt-get update -qq &&
-            "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
-    } >&2 || status=$?
+    if [[ -n $(find "$stamp" -mmin -60 2>/dev/null) ]]; then
+        { install "$@" || { update && install "$@"; }; } >&2 || status=$?
+    else
+        { update && install "$@"; } >&2 || status=$?
+    fi
     if [[ -n $own_policy ]]; then
         "${sudo[@]}" rm -f /usr/sbin/policy-rc.d
     fi
