@@ -92,7 +92,9 @@ pub fn is_image_reference(s: &str) -> bool {
     !s.is_empty() && s.len() <= 4096 && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
-/// An environment variable name as the API server accepts it: printable ASCII without `=`.
+/// An environment variable name as the API server accepts it from Kubernetes 1.32 (KEP-4369,
+/// RelaxedEnvironmentVariableValidation, on by default from then): printable ASCII without `=`.
+/// Older API servers accept only letters, digits, `_`, `-` and `.`, not starting with a digit.
 pub fn is_env_name(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && b != b'=')
 }

@@ -410,7 +410,7 @@ impl Reader {
                     raw,
                     None,
                     |c| is_capability(c) && !same_capability(c, "SYS_ADMIN"),
-                    "a capability name such as IPC_LOCK (letters, digits and '_'), and not SYS_ADMIN, which the API server refuses beside allowPrivilegeEscalation: false: grant it in the pod spec",
+                    "a capability name such as IPC_LOCK (letters, digits and '_'), and not SYS_ADMIN in any spelling, which allowPrivilegeEscalation: false cannot hold back (the API server refuses CAP_SYS_ADMIN beside it): grant it in the pod spec",
                 )
                 .unwrap_or_default(),
             None => Vec::new(),
@@ -992,8 +992,8 @@ mod tests {
             errors(json!({"aws": {"enabled": true, "capabilities": ["IPC LOCK"]}}))
                 .starts_with("aws.capabilities[0]: must be a capability name")
         );
-        // Added to a container that sets allowPrivilegeEscalation: false, SYS_ADMIN would make
-        // the pod one the API server refuses.
+        // Added to a container that sets allowPrivilegeEscalation: false, CAP_SYS_ADMIN would make
+        // the pod one the API server refuses; every spelling is refused alike.
         assert!(
             errors(
                 json!({"azure": {"enabled": true, "capabilities": ["IPC_LOCK", "cap_sys_admin"]}})

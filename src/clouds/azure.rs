@@ -84,7 +84,8 @@ fn profile() -> Profile<'static> {
                 },
             },
         ],
-        // RDMA registers (pins) memory: without IPC_LOCK the locked-memory limit is 64 KiB.
+        // RDMA registers (pins) memory: "a pod without this will have a low locked memory value"
+        // (Azure/aks-rdma-infiniband `website/docs/configurations/01-network-operator.md`).
         capabilities: vec![Cow::Borrowed("IPC_LOCK")],
         harden: true,
         ..empty()
