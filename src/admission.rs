@@ -92,7 +92,7 @@ fn inject(payload: &str, config: &Config<'_>) -> Verdict {
         Ok(pod) => pod,
         Err(rejection) => return reject(rejection.to_string()),
     };
-    match engine::inject(&mut pod, &config.cloud.profile()) {
+    match engine::inject(&mut pod, config) {
         Ok(Outcome {
             changed: true,
             warnings,

@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::clouds::apply_env;
 use crate::error::{Rejection, malformed};
 use crate::fragment::{Block, render, render_string};
 use crate::lenient::{Entry, Loose, Text, read};
@@ -15,13 +14,14 @@ use crate::merge::{
     json_text, names, object, object_entry, object_mut, raw_items, same_capability, set_if_absent,
     text,
 };
+use crate::machine::{self, Machine};
 use crate::multus;
 use crate::placement;
 use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Sidecar, Volume};
 use crate::quantity::{self, QuantityError};
+use crate::settings::{CloudSettings, Config};
 use crate::view::{Member, Node, Object, Shape};
 
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 const POD_SECCOMP_ANNOTATION: &str = "seccomp.security.alpha.kubernetes.io/pod";
 const CONTAINER_SECCOMP_ANNOTATION: &str = "container.seccomp.security.alpha.kubernetes.io/";
 
@@ -67,19 +67,22 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-/// Injects `profile` into `pod`. On a rejection the pod may be half-changed and must be dropped.
-pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Rejection> {
+/// Injects the configured cloud's fabric into `pod`, as its machine decides. On a rejection the
+/// pod may be half-changed and must be dropped.
+pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Rejection> {
     let mut outcome = Outcome::default();
     let seccomp = SeccompAnnotations::read(pod)?;
 
     let spec = object_mut(pod, "spec")?;
     let gpu_containers = match &spec {
-        Some(spec) => gpu_containers(spec)?,
+        Some(spec) => gpu_containers(spec, &config.gpu_resources)?,
         None => Vec::new(),
     };
     let Some(spec) = spec.filter(|_| !gpu_containers.is_empty()) else {
+        let resources: Vec<&str> = config.gpu_resources.iter().map(|r| r.as_ref()).collect();
         outcome.warnings.push(format!(
-            "pod opted in to multi-node networking but no container requests {GPU_RESOURCE}; nothing was injected"
+            "pod opted in to multi-node networking but no container requests {}; nothing was injected",
+            resources.join(" or ")
         ));
         return Ok(outcome);
     };
@@ -94,6 +97,42 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
         return Ok(outcome);
     }
 
+    // The machine decides the fabric and changes the injection where the pod names it.
+    let machine = machine::of(&config.cloud, spec)?;
+    outcome.warnings.extend(machine.warnings.iter().cloned());
+    let Some(fabric) = machine.fabric else {
+        return Ok(outcome);
+    };
+    let profile = config.cloud.profile(fabric, &machine.overlay);
+    let pod_spec = PodSpec {
+        seccomp,
+        gpu_containers,
+    };
+    apply(pod, &profile, &config.cloud, &machine, pod_spec, outcome)
+}
+
+/// What [`inject`] read of the pod before the injection.
+struct PodSpec {
+    seccomp: SeccompAnnotations,
+    gpu_containers: Vec<GpuContainer>,
+}
+
+/// Merges `profile` into `pod`.
+fn apply(
+    pod: &mut Object<'_>,
+    profile: &Profile<'_>,
+    settings: &CloudSettings<'_>,
+    machine: &Machine<'_>,
+    read: PodSpec,
+    mut outcome: Outcome,
+) -> Result<Outcome, Rejection> {
+    let PodSpec {
+        seccomp,
+        gpu_containers,
+    } = read;
+    let Some(spec) = object_mut(pod, "spec")? else {
+        return Ok(outcome);
+    };
     let Volumes {
         existing: existing_volumes,
         conflicts,
@@ -109,29 +148,20 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
             .and_then(|sc| sc.get("seccompProfile"))
             .is_some_and(|p| !p.is_null());
 
-    // Where the pod may run decides its device count and adds its instance type's env.
-    let placement = match &profile.device {
-        Some(device) => Some(placement::place(
-            profile,
-            device,
-            &placement::instance_types(spec),
-        )?),
-        None => None,
-    };
-    // The instance type's env over the profile's; a copy only where it changes anything.
-    let mut env = Cow::Borrowed(profile.env.as_slice());
+    // Where the pod may run decides its device count.
+    let placement = profile
+        .device
+        .as_ref()
+        .map(|device| placement::place(settings, device, &machine.rows));
     if let Some(placement) = &placement {
         outcome.warnings.extend(placement.warnings.iter().cloned());
-        if !placement.env.is_empty() {
-            apply_env(env.to_mut(), &placement.env);
-        }
     }
 
     // The profile's additions as JSON text, written once and copied into every GPU container.
     let additions = Additions {
         profile,
         count: placement.as_ref().map(|p| p.count),
-        env: Block::new(env.iter()),
+        env: Block::new(profile.env.iter()),
         mounts: Block::new(
             profile
                 .mounts
@@ -146,7 +176,7 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
         return Err(malformed("spec.containers", "a list"));
     };
-    for &(index, gpus) in &gpu_containers {
+    for &GpuContainer { index, gpus, .. } in &gpu_containers {
         let Some(Node::Object(container)) = containers.get_mut(index) else {
             continue;
         };
@@ -166,16 +196,24 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
             devices,
         ));
     }
+    let gpus = gpu_containers
+        .iter()
+        .fold(0u64, |sum, c| sum.saturating_add(c.gpus));
+    // The resource the pod's GPUs are asked for by, for messages: the first container's.
+    let gpu_resource = gpu_containers.first().map_or("GPUs", |c| c.resource.as_str());
     if let Some(whole) = profile.whole_node {
-        let gpus = gpu_containers
-            .iter()
-            .fold(0u64, |sum, (_, gpus)| sum.saturating_add(*gpus));
-        if gpus < whole.gpus {
+        let node = machine.gpus.unwrap_or(whole.gpus);
+        if gpus < node {
             outcome.warnings.push(format!(
-                "multi-node networking: {}; this pod requests {gpus} {GPU_RESOURCE} in all, so it cannot use the node as intended",
-                whole.why
+                "multi-node networking: {}; this pod requests {gpus} {gpu_resource} in all, so it cannot use the node as intended",
+                whole.why(node)
             ));
         }
+    }
+    if machine.nvlink_domain && !machine::has_claims(spec) {
+        outcome.warnings.push(
+            "multi-node networking: the pod's machine is part of a multi-node NVLink domain, and the pod has no spec.resourceClaims: give its GPU container the claim of its job's ComputeDomain channel (resource.nvidia.com/v1beta1), whose name the policy cannot know".to_string(),
+        );
     }
     if let Some(sidecar) = &profile.sidecar {
         outcome.changed |= add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
@@ -186,7 +224,7 @@ pub fn inject(pod: &mut Object<'_>, profile: &Profile<'_>) -> Result<Outcome, Re
         .filter(|v| !conflicts.contains(&v.name) && !existing_volumes.contains(&v.name))
         .collect();
     outcome.changed |= add_volumes(spec, wanted, &mounted)?;
-    outcome.changed |= annotate(pod, profile, devices)?;
+    outcome.changed |= annotate(pod, profile, machine.nics, devices)?;
     Ok(outcome)
 }
 
@@ -222,8 +260,14 @@ fn add_sidecar(
 
 /// Sets the profile's pod annotations where absent, and lists the Multus network once per device
 /// of the pod (`devices`).
-fn annotate(pod: &mut Object<'_>, profile: &Profile<'_>, devices: u64) -> Result<bool, Rejection> {
-    if profile.annotations.is_empty() && profile.network.is_none() {
+fn annotate(
+    pod: &mut Object<'_>,
+    profile: &Profile<'_>,
+    nics: Option<u64>,
+    devices: u64,
+) -> Result<bool, Rejection> {
+    if profile.annotations.is_empty() && profile.interfaces.is_none() && profile.network.is_none()
+    {
         return Ok(false);
     }
     let metadata = object_entry(pod, "metadata")?;
@@ -231,6 +275,11 @@ fn annotate(pod: &mut Object<'_>, profile: &Profile<'_>, devices: u64) -> Result
     let mut changed = false;
     for (key, value) in &profile.annotations {
         changed |= set_if_absent(annotations, key, || render_string(value));
+    }
+    if let Some(interfaces) = &profile.interfaces {
+        changed |= set_if_absent(annotations, INTERFACES_ANNOTATION, || {
+            render_string(&interfaces.json(nics))
+        });
     }
     let Some(network) = &profile.network else {
         return Ok(changed);
@@ -271,8 +320,23 @@ struct ContainerDone {
     mounted: Vec<&'static str>,
 }
 
-/// `(index, GPUs)` of every container that requests a whole number of GPUs above zero.
-fn gpu_containers(spec: &Object<'_>) -> Result<Vec<(usize, u64)>, Rejection> {
+/// A container that requests a whole number of GPUs above zero.
+struct GpuContainer {
+    index: usize,
+    /// Its GPUs, summed over the GPU resources it requests.
+    gpus: u64,
+    /// The first GPU resource it requests.
+    resource: String,
+}
+
+/// GKE's multi-network annotation.
+const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
+
+/// Every container that requests GPUs, counted from each of `resources` (behaviour.md §2).
+fn gpu_containers(
+    spec: &Object<'_>,
+    resources: &[Cow<'_, str>],
+) -> Result<Vec<GpuContainer>, Rejection> {
     expect_read(spec, "containers", Read::List);
     let containers = match spec.get("containers") {
         None => return Ok(Vec::new()),
@@ -286,19 +350,26 @@ fn gpu_containers(spec: &Object<'_>) -> Result<Vec<(usize, u64)>, Rejection> {
         let Node::Object(container) = container else {
             return Err(malformed(&at(), "an object"));
         };
-        let Some(value) = requested(container, GPU_RESOURCE).map_err(|e| e.within(&at()))? else {
-            continue;
-        };
-        let gpus = whole(value).map_err(|problem| {
-            quantity_rejection(
-                container_name(container, index),
-                GPU_RESOURCE,
-                value,
-                problem,
-            )
-        })?;
-        if gpus > 0 {
-            found.push((index, gpus));
+        let mut gpus: u64 = 0;
+        let mut first = None;
+        for resource in resources {
+            let Some(value) = requested(container, resource).map_err(|e| e.within(&at()))? else {
+                continue;
+            };
+            let n = whole(value).map_err(|problem| {
+                quantity_rejection(container_name(container, index), resource, value, problem)
+            })?;
+            if n > 0 {
+                gpus = gpus.saturating_add(n);
+                first.get_or_insert(resource);
+            }
+        }
+        if let Some(resource) = first {
+            found.push(GpuContainer {
+                index,
+                gpus,
+                resource: resource.to_string(),
+            });
         }
     }
     Ok(found)

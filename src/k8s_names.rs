@@ -92,6 +92,12 @@ pub fn is_image_reference(s: &str) -> bool {
     !s.is_empty() && s.len() <= 4096 && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
+/// One item of an exec-form `command`: any text without control characters (no shell reads it,
+/// so blanks and quotes are the argument's own), at most 4096 bytes.
+pub fn is_argv_item(s: &str) -> bool {
+    s.len() <= 4096 && !s.chars().any(char::is_control)
+}
+
 /// An environment variable name as the API server accepts it from Kubernetes 1.32 (KEP-4369,
 /// RelaxedEnvironmentVariableValidation, on by default from then): printable ASCII without `=`.
 /// Older API servers accept only letters, digits, `_`, `-` and `.`, not starting with a digit.

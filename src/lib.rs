@@ -38,6 +38,7 @@ pub mod error;
 pub mod fragment;
 pub mod k8s_names;
 pub mod lenient;
+pub mod machine;
 pub mod merge;
 pub mod multus;
 pub mod peek;

@@ -7,7 +7,6 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::fragment::{Fragment, push_string, render};
 use crate::ratio::Ratio;
@@ -34,10 +33,10 @@ pub struct Profile<'a> {
     pub sidecar: Option<Sidecar<'a>>,
     /// Pod annotations set where absent.
     pub annotations: Vec<(&'static str, Cow<'a, str>)>,
+    /// GKE's multi-network annotation: the fabric's NICs on their networks.
+    pub interfaces: Option<Interfaces<'a>>,
     /// A Multus network listed once per device of the whole pod.
     pub network: Option<Network<'a>>,
-    /// Device counts, and env, per instance type.
-    pub instance_types: InstanceTable<'a>,
     /// The fabric needs the whole node: pods with fewer GPUs are warned about.
     pub whole_node: Option<WholeNode>,
 }
@@ -59,96 +58,6 @@ pub enum DeviceCount {
     PerContainer(u64),
 }
 
-/// One instance type's devices per node, and the env its pods get (behaviour.md §3.5, §3.6).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceType<'a> {
-    pub name: Cow<'a, str>,
-    pub devices: u64,
-    pub gpus: u64,
-    pub env: Vec<EnvChange<'a>>,
-}
-
-impl InstanceType<'_> {
-    /// Devices per GPU on this type.
-    pub fn per_gpu(&self) -> Ratio {
-        // `gpus` is at least 1: the settings refuse 0, and the built-in rows say 8.
-        Ratio::new(self.devices, self.gpus).unwrap_or(Ratio::whole(0))
-    }
-}
-
-/// The instance table (behaviour.md §3.5): the settings' `instanceTypes` over the built-in rows
-/// of the device's plugin.
-#[derive(Debug, Clone, Copy)]
-pub struct InstanceTable<'a> {
-    /// The settings block the table is in, for messages.
-    pub cloud: &'static str,
-    /// The settings' `instanceTypes`, as its text: a pod needs one row of a table that may have
-    /// dozens, so a row is read when a pod names it. (Kept as one text rather than a text per
-    /// row: capturing each row costs the pods that are not the policy's more than one lookup
-    /// costs those that are.)
-    pub settings: Option<&'a RawValue>,
-    /// Reads the row of a type from `settings`; the settings' reader, which checks the row.
-    pub read:
-        for<'r> fn(&'static str, &'r RawValue, &str) -> Result<Option<InstanceType<'r>>, String>,
-    /// The built-in rows, where the device is their plugin's resource.
-    pub built_in: &'static [Row],
-}
-
-impl<'a> InstanceTable<'a> {
-    pub const NONE: InstanceTable<'static> = InstanceTable {
-        cloud: "",
-        settings: None,
-        read: |_, _, _| Ok(None),
-        built_in: &[],
-    };
-
-    /// The row of `name`: the settings', else the built-in one. An error is a settings problem.
-    pub fn get(&self, name: &str) -> Result<Option<InstanceType<'a>>, String> {
-        if let Some(settings) = self.settings {
-            if let Some(row) = (self.read)(self.cloud, settings, name)? {
-                return Ok(Some(row));
-            }
-        }
-        Ok(self
-            .built_in
-            .iter()
-            .find(|row| row.instance_type == name)
-            .map(|row| InstanceType {
-                name: Cow::Borrowed(row.instance_type),
-                devices: row.devices,
-                gpus: row.gpus,
-                env: Vec::new(),
-            }))
-    }
-
-    /// Whether the table has no row at all.
-    pub fn is_empty(&self) -> bool {
-        let no_settings = self
-            .settings
-            .is_none_or(|t| crate::lenient::members(t).0.is_empty());
-        no_settings && self.built_in.is_empty()
-    }
-}
-
-/// One built-in instance row. Each is a vendor's fact; its source is cited beside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Row {
-    pub instance_type: &'static str,
-    pub devices: u64,
-    pub gpus: u64,
-}
-
-impl Row {
-    /// A row of a type with 8 GPUs, as every built-in row is.
-    pub const fn eight_gpus(instance_type: &'static str, devices: u64) -> Row {
-        Row {
-            instance_type,
-            devices,
-            gpus: 8,
-        }
-    }
-}
-
 /// One entry of a settings `env` map: a value to set, or `None` to not inject the variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvChange<'a> {
@@ -159,9 +68,44 @@ pub struct EnvChange<'a> {
 /// A fabric that uses all of a node's GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WholeNode {
+    /// The node's GPUs where the pod's machine is not known.
     pub gpus: u64,
-    /// `GPUDirect-TCPXO uses all 8 GPUs and NICs of an A3 Mega node`
+    /// `GPUDirect-TCPXO uses all 8 GPUs and NICs of an A3 Mega node`; `{gpus}` stands for the
+    /// node's GPUs, the machine's where it is known.
     pub why: &'static str,
+}
+
+impl WholeNode {
+    /// Why, for a node of `gpus` GPUs.
+    pub fn why(&self, gpus: u64) -> String {
+        self.why.replace("{gpus}", &gpus.to_string())
+    }
+}
+
+/// `networking.gke.io/interfaces`: eth0 on the default network, then one NIC a network from
+/// `eth<first>` on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interfaces<'a> {
+    pub first: u64,
+    pub networks: Vec<Cow<'a, str>>,
+}
+
+impl Interfaces<'_> {
+    /// The annotation's compact JSON for the first `nics` networks (all of them for `None`).
+    pub fn json(&self, nics: Option<u64>) -> String {
+        let mut text = String::from(r#"[{"interfaceName":"eth0","network":"default"}"#);
+        let take = nics.map_or(self.networks.len(), |n| usize::try_from(n).unwrap_or(usize::MAX));
+        for (eth, network) in (self.first..).zip(self.networks.iter().take(take)) {
+            // Network names are DNS subdomains: nothing in them needs escaping.
+            text.push_str(r#",{"interfaceName":"eth"#);
+            text.push_str(&eth.to_string());
+            text.push_str(r#"","network":""#);
+            text.push_str(network);
+            text.push_str(r#""}"#);
+        }
+        text.push(']');
+        text
+    }
 }
 
 /// An env entry. The tables' entries are made with [`var!`], so that their JSON text is written
@@ -312,9 +256,10 @@ pub enum Source<'a> {
 pub struct Sidecar<'a> {
     pub name: &'static str,
     pub image: Cow<'a, str>,
-    pub command: &'static [&'static str],
-    /// The shell script `command` runs.
-    pub script: Cow<'a, str>,
+    /// The entrypoint as an argv list (exec form: no shell reads it).
+    pub command: Vec<Cow<'a, str>>,
+    /// The one argument of a shell `command`: its script.
+    pub script: Option<Cow<'a, str>>,
     pub env: &'static [EnvVar<'static>],
     pub capabilities: &'static [&'static str],
     pub mounts: &'static [Mount<'static>],
@@ -417,8 +362,8 @@ impl<'a> Sidecar<'a> {
             name: self.name,
             image: &self.image,
             image_pull_policy: "Always",
-            command: self.command,
-            args: [&self.script],
+            command: &self.command,
+            args: self.script.as_deref().map(|script| [script]),
             env: self.env,
             resources: Resources {},
             restart_policy: "Always",
@@ -445,8 +390,9 @@ pub struct SidecarContainer<'s> {
     name: &'s str,
     image: &'s str,
     image_pull_policy: &'static str,
-    command: &'s [&'s str],
-    args: [&'s str; 1],
+    command: &'s [Cow<'s, str>],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<[&'s str; 1]>,
     env: &'s [EnvVar<'s>],
     resources: Resources,
     /// `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
@@ -533,8 +479,8 @@ mod tests {
         let sidecar = Sidecar {
             name: "daemon",
             image: Cow::Borrowed("registry/daemon:1"),
-            command: &["/run"],
-            script: Cow::Borrowed("--x"),
+            command: vec![Cow::Borrowed("/run")],
+            script: Some(Cow::Borrowed("--x")),
             env: ENV,
             capabilities: &["NET_ADMIN"],
             mounts: MOUNTS,

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, Key, Kind, Param, Plugin, Row, SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu,
+    Cloud, Fabric, Key, Kind, Machine, Param, SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu,
     shared_memory,
 };
 use crate::k8s_names::is_absolute_path;
@@ -12,6 +12,15 @@ use crate::quantity::is_quantity;
 
 pub const AWS: Cloud = Cloud {
     name: "aws",
+    fabrics: &[&EFA_FABRIC],
+    plugin: Some(EFA),
+    machines: MACHINES,
+    accelerators: &[],
+};
+
+const EFA_FABRIC: Fabric = Fabric {
+    name: "efa",
+    block: None,
     keys: &[
         Key {
             name: "efaDevicesPerGPU",
@@ -37,22 +46,44 @@ pub const AWS: Cloud = Cloud {
     ],
     exclusive: &[],
     profile,
-    plugin: Some(Plugin {
-        resource: EFA,
-        // EFA interfaces per instance, all with 8 GPUs: aws-samples/awsome-distributed-training
-        // `4.validation_and_observability/2.gpu-cluster-healthcheck/instance-profiles.conf`
-        // (2026-02-16; p5en and p6-b200 also in `.github/workflows/fsdp-eks-regression.yml`).
-        // The EFA device plugin advertises one `vpc.amazonaws.com/efa` per interface.
-        rows: &[
-            Row::eight_gpus("p4d.24xlarge", 4),
-            Row::eight_gpus("p4de.24xlarge", 4),
-            Row::eight_gpus("p5.48xlarge", 32),
-            Row::eight_gpus("p5e.48xlarge", 32),
-            Row::eight_gpus("p5en.48xlarge", 16),
-            Row::eight_gpus("p6-b200.48xlarge", 8),
-        ],
-    }),
 };
+
+/// EFA interfaces per instance; the EFA device plugin advertises one `vpc.amazonaws.com/efa` per
+/// interface.
+const MACHINES: &[Machine] = &[
+    // aws-samples/awsome-distributed-training `4.validation_and_observability/
+    // 2.gpu-cluster-healthcheck/instance-profiles.conf` (2026-02-16; p5en and p6-b200 also in
+    // `.github/workflows/fsdp-eks-regression.yml`).
+    Machine::eight_gpus("p4d.24xlarge", 4),
+    Machine::eight_gpus("p4de.24xlarge", 4),
+    Machine::eight_gpus("p5.48xlarge", 32),
+    Machine::eight_gpus("p5e.48xlarge", 32),
+    Machine::eight_gpus("p5en.48xlarge", 16),
+    Machine::eight_gpus("p6-b200.48xlarge", 8),
+    // Inferred: EC2's "EFA configuration for P6-B300" makes network cards 1–16 efa-only (seen in
+    // a translated copy); aws/sagemaker-hyperpod-cli `src/sagemaker/hyperpod/training/
+    // constants.py` lists ml.p6-b300.48xlarge with 16 EFA.
+    Machine::eight_gpus("p6-b300.48xlarge", 16),
+    // One GPU and one EFA interface (sagemaker-hyperpod-cli `constants.py`, ml.p5.4xlarge).
+    Machine::new("p5.4xlarge", 1, 1),
+    // GB200, 4 GPUs: one efa-only interface per NCI group, 4 in all (EKS user guide
+    // `ml-eks-nvidia-ultraserver`; awsome-distributed-training `micro-benchmarks/nccl-tests/
+    // kubernetes/nccl-tests-gb200.yaml` requests 4 for 4 GPUs). EC2 allows 8 with both
+    // interfaces of each group efa-only: such a cluster sets its own row. Multi-node NVLink:
+    // "DRA is a requirement" for its ComputeDomain.
+    Machine::new("p6e-gb200.36xlarge", 4, 4).nvlink(),
+    // SageMaker HyperPod's nodes carry the `ml.` prefix; its own table (sagemaker-hyperpod-cli
+    // `constants.py`) agrees with the rows above for these. Not ml.p6e-gb200.36xlarge, which
+    // that table lists with 0 EFA.
+    Machine::eight_gpus("ml.p4d.24xlarge", 4),
+    Machine::eight_gpus("ml.p4de.24xlarge", 4),
+    Machine::eight_gpus("ml.p5.48xlarge", 32),
+    Machine::eight_gpus("ml.p5e.48xlarge", 32),
+    Machine::eight_gpus("ml.p5en.48xlarge", 16),
+    Machine::eight_gpus("ml.p6-b200.48xlarge", 8),
+    Machine::eight_gpus("ml.p6-b300.48xlarge", 16),
+    Machine::new("ml.p5.4xlarge", 1, 1),
+];
 
 const EFA: &str = "vpc.amazonaws.com/efa";
 const LIBRARY_VOLUME: &str = "amazon-efa";

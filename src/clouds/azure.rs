@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, Key, Kind, Param, Plugin, RDMA_BASE_HEAD, RDMA_BASE_TAIL, Row, SHARED_MEMORY_MOUNT,
+    Cloud, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL, SHARED_MEMORY_MOUNT,
     empty, per_gpu, set_per_gpu, shared_memory,
 };
 use crate::k8s_names::{is_dns1123_subdomain, is_qualified_name_part};
@@ -11,6 +11,15 @@ use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Source, Volume
 
 pub const AZURE: Cloud = Cloud {
     name: "azure",
+    fabrics: &[&INFINIBAND],
+    plugin: Some("rdma/ib"),
+    machines: MACHINES,
+    accelerators: &[],
+};
+
+const INFINIBAND: Fabric = Fabric {
+    name: "infiniband",
+    block: None,
     keys: &[
         Key {
             name: "rdmaDevicesPerGPU",
@@ -32,9 +41,9 @@ pub const AZURE: Cloud = Cloud {
         },
         Key {
             name: "ncclTopologyConfigMap",
-            kind: Kind::Text {
+            kind: Kind::Optional {
                 valid: is_dns1123_subdomain,
-                what: "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
+                what: "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters), or null or \"\" for no topology file",
             },
             apply: set_topology,
         },
@@ -42,21 +51,33 @@ pub const AZURE: Cloud = Cloud {
     // A count per GPU and a count per container are two device plugins' ways of counting.
     exclusive: &[("rdmaDevicesPerGPU", "rdmaDevicesPerContainer")],
     profile,
-    plugin: Some(Plugin {
-        resource: "rdma/ib",
-        // The SR-IOV device plugin of Azure/aks-rdma-infiniband advertises `rdma/ib`, one unit per
-        // InfiniBand NIC (`website/docs/configurations/01-network-operator.md`); each of these
-        // sizes gives every one of its 8 GPUs "its own dedicated" InfiniBand connection
-        // (MicrosoftDocs/azure-docs `articles/virtual-machines/sizes/gpu-accelerated/includes/`
-        // `nd-a100-v4-series-summary.md`, `ndm-a100-v4-series-summary.md`,
-        // `nd-h100-v5-series-summary.md`).
-        rows: &[
-            Row::eight_gpus("Standard_ND96asr_v4", 8),
-            Row::eight_gpus("Standard_ND96amsr_A100_v4", 8),
-            Row::eight_gpus("Standard_ND96isr_H100_v5", 8),
-        ],
-    }),
 };
+
+/// The SR-IOV device plugin of Azure/aks-rdma-infiniband advertises `rdma/ib`, one unit per
+/// InfiniBand NIC (`website/docs/configurations/01-network-operator.md`).
+const MACHINES: &[Machine] = &[
+    // Each of these sizes gives every one of its 8 GPUs "its own dedicated" InfiniBand connection
+    // (MicrosoftDocs/azure-docs `articles/virtual-machines/sizes/gpu-accelerated/includes/`
+    // `nd-a100-v4-series-summary.md`, `ndm-a100-v4-series-summary.md`,
+    // `nd-h100-v5-series-summary.md`).
+    Machine::eight_gpus("Standard_ND96asr_v4", 8),
+    Machine::eight_gpus("Standard_ND96amsr_A100_v4", 8),
+    Machine::eight_gpus("Standard_ND96isr_H100_v5", 8),
+    // Inferred: 8 InfiniBand NICs like the H100 v5 it shares its NDv5 topology file with
+    // (Azure/azhpc-images `components/setup_sku_customizations.sh` maps `nd96is*_h[1-2]00_v5`).
+    Machine::eight_gpus("Standard_ND96isr_H200_v5", 8),
+    // 4 GPUs, 4 × 400 Gb/s InfiniBand (Microsoft Learn, ND-GB200-v6 series); Azure ships no NCCL
+    // topology file for it (azhpc-images `ndv6.sh`), so none is mounted. Multi-node NVLink.
+    Machine::new("Standard_ND128isr_NDR_GB200_v6", 4, 4)
+        .with(r#"{"ncclTopologyConfigMap":null}"#)
+        .nvlink(),
+    // AMD MI300X: `rdma/ib: 8` for `amd.com/gpu: 8`, no topology file, and the RCCL values of
+    // Azure/aks-rdma-infiniband `tests/scenarios/k8s/templates/rccl-mpi-job.yaml` (2026-04-30).
+    Machine::eight_gpus("Standard_ND96isr_MI300X_v5", 8).with(concat!(
+        r#"{"ncclTopologyConfigMap":null,"#,
+        r#""env":{"NCCL_IB_DISABLE":"0","NCCL_NET_GDR_LEVEL":"SYS","RCCL_MSCCL_ENABLE":"0"}}"#
+    )),
+];
 
 const TOPOLOGY_VOLUME: &str = "nccl-topo";
 const ENV_TOPOLOGY: &[EnvVar<'static>] = &[var!("NCCL_TOPO_FILE", "/etc/nccl/nccl-topo.xml")];
@@ -104,8 +125,12 @@ fn set_device_name<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
     }
 }
 
+/// The ConfigMap of the topology file; off, neither its volume, its mount nor `NCCL_TOPO_FILE`.
 fn set_topology<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
     let Param::Text(config_map) = param else {
+        profile.volumes.retain(|v| v.name != TOPOLOGY_VOLUME);
+        profile.mounts.retain(|m| m.volume != TOPOLOGY_VOLUME);
+        profile.env.retain(|e| e.name != ENV_TOPOLOGY[0].name);
         return;
     };
     for volume in profile

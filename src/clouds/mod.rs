@@ -1,7 +1,8 @@
-//! The clouds, each described in one place (its file): its settings keys with their checks and
-//! what each changes, its injection with every key at its default, and its built-in instance
-//! rows. Adding a cloud is adding a [`Cloud`] to [`ALL`]; adding a setting is adding a [`Key`].
-//! Nothing else in the crate names a cloud.
+//! The clouds, each described in one place (its file): its fabrics, each with its settings keys,
+//! their checks and what each changes, and its injection with every key at its default; and the
+//! machines it knows, each with the facts its vendor publishes. Adding a cloud is adding a
+//! [`Cloud`] to [`ALL`]; adding a fabric is adding a [`Fabric`] to its cloud; adding a setting is
+//! adding a [`Key`]. Nothing else in the crate names a cloud.
 
 mod aws;
 mod azure;
@@ -10,10 +11,7 @@ mod oci;
 
 use std::borrow::Cow;
 
-pub use crate::profile::Row;
-use crate::profile::{
-    DeviceCount, EnvChange, EnvVar, InstanceTable, Mount, Profile, Source, Volume, mount, var,
-};
+use crate::profile::{DeviceCount, EnvChange, EnvVar, Mount, Profile, Source, Volume, mount, var};
 use crate::ratio::Ratio;
 
 /// Every cloud the policy knows, in the order messages list them.
@@ -24,19 +22,147 @@ pub const ALL: [&Cloud; 4] = [&aws::AWS, &azure::AZURE, &gcp::GCP, &oci::OCI];
 pub struct Cloud {
     /// The settings block's key.
     pub name: &'static str,
-    /// The block's own keys, besides those every block has (`enabled`, `env`, `capabilities`,
-    /// and `instanceTypes` where there is a device).
+    /// Its fabrics, the default first. A cloud with several has the `fabric` key, which picks one
+    /// for the pods whose machine does not.
+    pub fabrics: &'static [&'static Fabric],
+    /// The device plugin whose resource the built-in machines' device counts are; `None` for a
+    /// cloud without a device.
+    pub plugin: Option<&'static str>,
+    /// The built-in instance rows: the machines the vendor documents.
+    pub machines: &'static [Machine],
+    /// Values of the node label that names a GPU model ([`ACCELERATOR_LABEL`]) and what each
+    /// implies.
+    pub accelerators: &'static [Accelerator],
+}
+
+/// One fabric of a cloud: its settings keys and its injection.
+#[derive(Debug)]
+pub struct Fabric {
+    /// The value of `<cloud>.fabric` that names it, and its name in messages.
+    pub name: &'static str,
+    /// The settings block of its keys under the cloud's: `None` for the cloud's block itself
+    /// (the chart's keys, where a cloud had one fabric).
+    pub block: Option<&'static str>,
+    /// Its own keys, besides `env` (and, in the cloud's block, those every block has).
     pub keys: &'static [Key],
     /// Keys that cannot be set together.
     pub exclusive: &'static [(&'static str, &'static str)],
-    /// The injection with every key at its default (behaviour.md §3.1–§3.4).
+    /// The injection with every key at its default (behaviour.md §3).
     pub profile: fn() -> Profile<'static>,
-    /// The device plugin the built-in instance rows describe; `None` for a cloud without a
-    /// device, which then has no `instanceTypes` either.
-    pub plugin: Option<Plugin>,
 }
 
-/// A settings key of one cloud: how its value is read and checked, and what it changes.
+/// A machine (instance type) the cloud's vendor documents: a built-in instance row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Machine {
+    /// Its `node.kubernetes.io/instance-type` value.
+    pub name: &'static str,
+    pub gpus: u64,
+    /// The devices the cloud's device plugin ([`Cloud::plugin`]) advertises on one node (on GCP,
+    /// the fabric's NICs); `None` where the vendor publishes no count.
+    pub devices: Option<u64>,
+    /// What else the machine implies, written as an instance row of the settings writes it (JSON;
+    /// `""` for nothing): a fabric, keys of the cloud, env, capabilities.
+    pub facts: &'static str,
+    /// Its GPUs form a multi-node NVLink domain: a job needs a ComputeDomain's channel claim.
+    pub nvlink_domain: bool,
+    /// The machine gets its fabric only through DRA: nothing the policy injects can wire it.
+    pub dra_only: Option<&'static str>,
+}
+
+impl Machine {
+    /// A machine of `gpus` GPUs with `devices` of the plugin's devices.
+    pub const fn new(name: &'static str, gpus: u64, devices: u64) -> Machine {
+        Machine {
+            name,
+            gpus,
+            devices: Some(devices),
+            facts: "",
+            nvlink_domain: false,
+            dra_only: None,
+        }
+    }
+
+    /// A machine of 8 GPUs, as most are.
+    pub const fn eight_gpus(name: &'static str, devices: u64) -> Machine {
+        Machine::new(name, 8, devices)
+    }
+
+    /// A machine whose device count the vendor does not publish.
+    pub const fn uncounted(name: &'static str, gpus: u64) -> Machine {
+        Machine {
+            devices: None,
+            ..Machine::new(name, gpus, 0)
+        }
+    }
+
+    /// With the settings `facts` (an instance row's JSON).
+    pub const fn with(self, facts: &'static str) -> Machine {
+        Machine { facts, ..self }
+    }
+
+    /// Part of a multi-node NVLink domain.
+    pub const fn nvlink(self) -> Machine {
+        Machine {
+            nvlink_domain: true,
+            ..self
+        }
+    }
+
+    /// Wired only through DRA, for the reason `why`.
+    pub const fn dra_only(self, why: &'static str) -> Machine {
+        Machine {
+            dra_only: Some(why),
+            ..self
+        }
+    }
+}
+
+/// The node label that names a node's GPU model on GKE.
+pub const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
+
+/// A value of [`ACCELERATOR_LABEL`]: the machine it belongs to, or only the fabric where it
+/// labels several machine types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accelerator {
+    pub label: &'static str,
+    pub machine: Option<&'static str>,
+    pub fabric: &'static str,
+}
+
+impl Cloud {
+    /// The fabric named `name`.
+    pub fn fabric(&self, name: &str) -> Option<&'static Fabric> {
+        self.fabrics.iter().copied().find(|f| f.name == name)
+    }
+
+    /// The fabric whose keys sit in the cloud's own block.
+    pub fn own_fabric(&self) -> Option<&'static Fabric> {
+        self.fabrics.iter().copied().find(|f| f.block.is_none())
+    }
+
+    /// The fabric pods get when neither their machine nor the settings pick one.
+    pub fn default_fabric(&self) -> &'static Fabric {
+        self.fabrics[0]
+    }
+
+    /// The built-in row of `name`.
+    pub fn machine(&self, name: &str) -> Option<&'static Machine> {
+        self.machines.iter().find(|m| m.name == name)
+    }
+
+    /// The cloud's own keys in its block, besides those every block has.
+    pub fn own_keys(&self) -> &'static [Key] {
+        self.own_fabric().map_or(&[], |f| f.keys)
+    }
+}
+
+impl Fabric {
+    pub fn key(&self, name: &str) -> Option<&'static Key> {
+        self.keys.iter().find(|key| key.name == name)
+    }
+}
+
+/// A settings key of one fabric: how its value is read and checked, and what it changes.
 #[derive(Debug)]
 pub struct Key {
     pub name: &'static str,
@@ -61,10 +187,10 @@ pub enum Kind {
         valid: fn(&str) -> bool,
         what: &'static str,
     },
-    /// A list of `len` strings (any number when `None`), each one `valid` accepts. Read as
-    /// [`Param::Texts`].
+    /// A list of from `len.0` to `len.1` strings (any number when `None`), each one `valid`
+    /// accepts. Read as [`Param::Texts`].
     Texts {
-        len: Option<usize>,
+        len: Option<(usize, usize)>,
         valid: fn(&str) -> bool,
         what: &'static str,
     },
@@ -78,19 +204,6 @@ pub enum Param<'a> {
     Text(Cow<'a, str>),
     Off,
     Texts(Vec<Cow<'a, str>>),
-}
-
-/// The built-in rows: what one device plugin advertises on each instance type it knows.
-#[derive(Debug, Clone, Copy)]
-pub struct Plugin {
-    pub resource: &'static str,
-    pub rows: &'static [Row],
-}
-
-impl Cloud {
-    pub fn key(&self, name: &str) -> Option<&'static Key> {
-        self.keys.iter().find(|key| key.name == name)
-    }
 }
 
 /// Changes a list of variables by a settings `env` map (behaviour.md §3.6): a name the list has
@@ -146,8 +259,8 @@ fn empty() -> Profile<'static> {
         harden: false,
         sidecar: None,
         annotations: Vec::new(),
+        interfaces: None,
         network: None,
-        instance_types: InstanceTable::NONE,
         whole_node: None,
     }
 }

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, Key, Kind, Param, Plugin, RDMA_BASE_HEAD, RDMA_BASE_TAIL, Row, SHARED_MEMORY_MOUNT,
+    Cloud, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL, SHARED_MEMORY_MOUNT,
     empty, per_gpu, set_per_gpu, set_resource, shared_memory,
 };
 use crate::k8s_names::{is_extended_resource, is_network_reference};
@@ -11,6 +11,15 @@ use crate::profile::{Device, EnvVar, Network, Profile, var};
 
 pub const OCI: Cloud = Cloud {
     name: "oci",
+    fabrics: &[&SRIOV],
+    plugin: Some("nvidia.com/rdma-vf"),
+    machines: MACHINES,
+    accelerators: &[],
+};
+
+const SRIOV: Fabric = Fabric {
+    name: "sriov",
+    block: None,
     keys: &[
         Key {
             name: "rdmaDevicesPerGPU",
@@ -36,23 +45,42 @@ pub const OCI: Cloud = Cloud {
     ],
     exclusive: &[],
     profile,
-    plugin: Some(Plugin {
-        resource: "nvidia.com/rdma-vf",
-        // One virtual function per RDMA physical function: 16 on the dual-port shapes, 8 on the
-        // single-port ones (oracle-quickstart/oci-hpc-oke
-        // `docs/using-rdma-network-interfaces-in-manifests.md` and
-        // `manifests/nccl-tests/kueue/virtual-functions/BM.GPU.*.yaml`, 2026-07).
-        rows: &[
-            Row::eight_gpus("BM.GPU4.8", 16),
-            Row::eight_gpus("BM.GPU.A100-v2.8", 16),
-            Row::eight_gpus("BM.GPU.B4.8", 16),
-            Row::eight_gpus("BM.GPU.H100.8", 16),
-            Row::eight_gpus("BM.GPU.B300.8", 16),
-            Row::eight_gpus("BM.GPU.H200.8", 8),
-            Row::eight_gpus("BM.GPU.B200.8", 8),
-        ],
-    }),
 };
+
+/// One virtual function per RDMA physical function: 16 on the dual-port shapes, 8 on the
+/// single-port ones (oracle-quickstart/oci-hpc-oke `docs/using-rdma-network-interfaces-in-manifests.md`
+/// and `manifests/nccl-tests/kueue/virtual-functions/BM.GPU.*.yaml`, 2026-07).
+const MACHINES: &[Machine] = &[
+    Machine::eight_gpus("BM.GPU4.8", 16),
+    Machine::eight_gpus("BM.GPU.A100-v2.8", 16),
+    Machine::eight_gpus("BM.GPU.B4.8", 16),
+    Machine::eight_gpus("BM.GPU.H100.8", 16),
+    Machine::eight_gpus("BM.GPU.B300.8", 16),
+    Machine::eight_gpus("BM.GPU.H200.8", 8),
+    Machine::eight_gpus("BM.GPU.B200.8", 8),
+    // AMD: 8 VFs for `amd.com/gpu: 8`, `IPC_LOCK` and `SYS_PTRACE`, `NCCL_IB_HCA=mlx5`
+    // (oci-hpc-oke `manifests/rccl-tests/kueue/virtual-functions/BM.GPU.MI300X.8.yaml`,
+    // `BM.GPU.MI355X-v1.8.yaml`), and Oracle's RCCL values per shape
+    // (`docs/recommended-nccl-rccl-parameters-by-shape.md`, 2026-08-11). RCCL reads `NCCL_*`.
+    Machine::eight_gpus("BM.GPU.MI300X.8", 8).with(concat!(
+        r#"{"capabilities":["SYS_PTRACE"],"env":{"#,
+        r#""NCCL_CUMEM_ENABLE":"0","NCCL_IB_GID_INDEX":"3","NCCL_IB_HCA":"mlx5","#,
+        r#""NCCL_IB_QPS_PER_CONNECTION":"1","NCCL_IB_SL":"0","NCCL_IB_SPLIT_DATA_ON_QPS":"0","#,
+        r#""NCCL_IB_TC":"41","NCCL_IB_TIMEOUT":"22","NCCL_NET_PLUGIN":"none","NCCL_PXN_DISABLE":"0"}}"#
+    )),
+    Machine::eight_gpus("BM.GPU.MI355X-v1.8", 8).with(concat!(
+        r#"{"capabilities":["SYS_PTRACE"],"env":{"#,
+        r#""NCCL_IB_GID_INDEX":"3","NCCL_IB_HCA":"mlx5","NCCL_IB_QPS_PER_CONNECTION":"1","#,
+        r#""NCCL_IB_SL":"0","NCCL_IB_TC":"41","NCCL_IGNORE_CPU_AFFINITY":"1","#,
+        r#""NCCL_MIN_NCHANNELS":"32","NCCL_SOCKET_IFNAME":"eth0"}}"#
+    )),
+    // Rack-scale GB200/GB300, 4 GPUs, multi-node NVLink. Oracle publishes host-network manifests
+    // only for them (no VF count): the rows carry the GPUs, for the warnings.
+    Machine::uncounted("BM.GPU.GB200.4", 4).nvlink(),
+    Machine::uncounted("BM.GPU.GB200-v2.4", 4).nvlink(),
+    Machine::uncounted("BM.GPU.GB200-v3.4", 4).nvlink(),
+    Machine::uncounted("BM.GPU.GB300.4", 4).nvlink(),
+];
 
 const ENV_TUNING: &[EnvVar<'static>] = &[
     var!("NCCL_IB_TC", "41"),

@@ -6,23 +6,25 @@
 //! key must never fall back to a default silently. Settings come with every request, so they are
 //! read from their JSON text without building a tree: an object is a list of its keys and the
 //! text of their values, and strings borrow from the text. Each cloud's keys are data
-//! ([`crate::clouds`]); this file knows no cloud by name.
+//! ([`crate::clouds`]); this module knows no cloud by name. [`reader`] holds the primitives,
+//! [`block`] a cloud's block and its rows, [`overlay`] what they set.
+
+mod block;
+pub mod overlay;
+mod reader;
 
 use std::borrow::Cow;
-use std::fmt::Display;
 
-use crate::clouds::{self, Cloud, Key, Kind, Param, apply_env};
+use crate::clouds::{self, Cloud, Fabric, Machine};
 use crate::error::Path;
-use crate::fragment::render_string;
-use crate::k8s_names::{
-    is_capability, is_dns1123_subdomain, is_env_name, is_kind, is_qualified_name,
-    is_qualified_name_part,
-};
+use crate::k8s_names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
 use crate::lenient::read;
-use crate::merge::same_capability;
-use crate::profile::{EnvChange, InstanceTable, InstanceType, Profile};
-use crate::ratio::{MAX_DECIMALS, Ratio};
+use crate::profile::Profile;
+use crate::ratio::Ratio;
 use crate::tape::{JsonType, Tape, Value};
+use block::Place;
+use overlay::Overlay;
+use reader::Reader;
 use serde_json::value::RawValue;
 
 pub const DEFAULT_TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
@@ -34,13 +36,12 @@ pub const DEFAULT_OWNER_GROUPS: [&str; 5] = [
     "jobset.x-k8s.io",
     "batch",
 ];
+/// The extended resources a GPU is asked for by: NVIDIA's device plugin and AMD's GPU Operator.
+pub const DEFAULT_GPU_RESOURCES: [&str; 2] = ["nvidia.com/gpu", "amd.com/gpu"];
 const MAX_PER_GPU: u64 = 64;
 const COMMON_KEYS: [&str; 3] = ["triggerAnnotation", "ownerKinds", "ownerApiGroups"];
-/// The keys every cloud block has besides its own; `instanceTypes` where it has a device.
-const BLOCK_KEYS: [&str; 3] = ["enabled", "env", "capabilities"];
+const GPU_RESOURCES: &str = "gpuResources";
 const INSTANCE_TYPES: &str = "instanceTypes";
-const INSTANCE_KEYS: [&str; 3] = ["devicesPerNode", "gpusPerNode", "env"];
-const MAX_DEVICES_PER_NODE: u64 = 1024;
 
 /// Validated settings: what the rest of the policy works from.
 #[derive(Debug, Clone)]
@@ -48,6 +49,8 @@ pub struct Config<'a> {
     /// The one enabled cloud, with what the settings give its keys.
     pub cloud: CloudSettings<'a>,
     pub common: Common<'a>,
+    /// The resources a container's GPUs are counted from (behaviour.md §2).
+    pub gpu_resources: Vec<Cow<'a, str>>,
 }
 
 /// The settings that decide whether a pod is the policy's (behaviour.md §2): all that is read
@@ -65,45 +68,116 @@ pub struct Common<'a> {
 #[derive(Debug, Clone)]
 pub struct CloudSettings<'a> {
     pub cloud: &'static Cloud,
-    /// The cloud's own keys that are set, in the order of [`Cloud::keys`].
-    pub set: Vec<(&'static Key, Param<'a>)>,
-    /// `env`, sorted by name, one entry a name.
-    pub env: Vec<EnvChange<'a>>,
-    pub capabilities: Vec<Cow<'a, str>>,
+    /// The block's keys, env and capabilities, and the fabric it picks.
+    pub overlay: Overlay<'a>,
     /// `instanceTypes`, as its text: its rows are read when a pod names them (they were all
     /// checked when the policy server loaded the settings).
     pub instance_types: Option<&'a RawValue>,
 }
 
+/// An instance row as the settings write it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserRow<'a> {
+    pub devices: Option<u64>,
+    pub gpus: Option<u64>,
+    pub overlay: Overlay<'a>,
+}
+
+/// One instance type's row (behaviour.md §3.5): the settings' row over the built-in one, key by
+/// key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row<'a> {
+    pub name: Cow<'a, str>,
+    /// The built-in row: the vendor's facts about the machine.
+    pub machine: Option<&'static Machine>,
+    /// `devicesPerNode` of the settings' row.
+    pub devices: Option<u64>,
+    /// The node's GPUs: the settings' row's, else the machine's.
+    pub gpus: Option<u64>,
+    pub overlay: Overlay<'a>,
+}
+
+impl Row<'_> {
+    /// Devices of `resource` on one node: the settings' count, else the built-in one where
+    /// `resource` is the one the built-in rows count (`plugin`); a cloud without a device counts
+    /// the machine's NICs.
+    pub fn devices(&self, resource: Option<&str>, plugin: Option<&str>) -> Option<u64> {
+        let built_in = self.machine.and_then(|m| m.devices);
+        self.devices
+            .or(built_in.filter(|_| resource == plugin))
+    }
+
+    /// Devices of `resource` per GPU on this type, where both counts are known.
+    pub fn per_gpu(&self, resource: Option<&str>, plugin: Option<&str>) -> Option<Ratio> {
+        Ratio::new(self.devices(resource, plugin)?, self.gpus?)
+    }
+}
+
 impl<'a> CloudSettings<'a> {
-    /// The cloud's injection with the settings applied (behaviour.md §1.2, §1.3, §3.6).
-    pub fn profile(&self) -> Profile<'a> {
-        let mut profile = (self.cloud.profile)();
-        for (key, param) in &self.set {
-            (key.apply)(&mut profile, param.clone());
-        }
-        apply_env(&mut profile.env, &self.env);
-        for capability in &self.capabilities {
-            let present = profile
-                .capabilities
-                .iter()
-                .any(|c| same_capability(c, capability));
-            if !present {
-                profile.capabilities.push(capability.clone());
-            }
-        }
-        // A built-in row is a fact about one plugin's resource.
-        let built_in = match (self.cloud.plugin, &profile.device) {
-            (Some(plugin), Some(device)) if device.resource == plugin.resource => plugin.rows,
-            _ => &[],
-        };
-        profile.instance_types = InstanceTable {
-            cloud: self.cloud.name,
-            settings: self.instance_types,
-            read: instance_row,
-            built_in,
-        };
+    /// The fabric a pod gets: its machine's, else the settings', else the cloud's default.
+    pub fn fabric(&self, machine: &Overlay<'_>) -> &'static Fabric {
+        machine
+            .fabric
+            .or(self.overlay.fabric)
+            .unwrap_or_else(|| self.cloud.default_fabric())
+    }
+
+    /// The injection of `fabric`: its table, changed by the block, then by the pod's machine's
+    /// row (behaviour.md §1.2, §1.3, §3.6).
+    pub fn profile(&self, fabric: &'static Fabric, machine: &Overlay<'a>) -> Profile<'a> {
+        let mut profile = (fabric.profile)();
+        self.overlay.apply(fabric, &mut profile);
+        machine.apply(fabric, &mut profile);
         profile
+    }
+
+    /// The injection of a pod whose machine is not known.
+    pub fn default_profile(&self) -> Profile<'a> {
+        let none = Overlay::default();
+        self.profile(self.fabric(&none), &none)
+    }
+
+    /// Whether any row counts devices of `resource`: without one the per-GPU setting is the
+    /// cluster's one count, as in the chart.
+    pub fn counts(&self, resource: Option<&str>) -> bool {
+        let settings = self
+            .instance_types
+            .is_some_and(|t| !crate::lenient::members(t).0.is_empty());
+        let built_in = resource == self.cloud.plugin
+            && self.cloud.machines.iter().any(|m| m.devices.is_some());
+        settings || built_in
+    }
+
+    /// The row of `name`: the settings' over the built-in one. An error is a settings problem
+    /// of the settings' row, which is read and checked only now (the last of a repeated type
+    /// counts).
+    pub fn row(&self, name: &str) -> Result<Option<Row<'a>>, String> {
+        let users = match self.instance_types {
+            Some(table) => user_row(self.cloud, table, name)?,
+            None => None,
+        };
+        let machine = self.cloud.machine(name);
+        let facts = match machine.filter(|m| !m.facts.is_empty()) {
+            Some(m) => built_in_facts(self.cloud, m)?,
+            None => Overlay::default(),
+        };
+        Ok(match (users, machine) {
+            (None, None) => None,
+            (None, Some(machine)) => Some(Row {
+                name: Cow::Owned(name.to_string()),
+                machine: Some(machine),
+                devices: None,
+                gpus: Some(machine.gpus),
+                overlay: facts,
+            }),
+            (Some((key, users)), machine) => Some(Row {
+                name: key,
+                machine,
+                devices: users.devices,
+                gpus: users.gpus.or(machine.map(|m| m.gpus)),
+                overlay: users.overlay.over(facts),
+            }),
+        })
     }
 }
 
@@ -153,14 +227,18 @@ impl<'a> Config<'a> {
     ) -> Result<Config<'a>, SettingsError> {
         let top = top(tape)?;
         let mut r = Reader::default();
+        let known = |key: &str| {
+            COMMON_KEYS.contains(&key)
+                || key == GPU_RESOURCES
+                || clouds::ALL.iter().any(|cloud| cloud.name == key)
+        };
         for (key, _) in top.members() {
-            let known = COMMON_KEYS.contains(&key.as_ref())
-                || clouds::ALL.iter().any(|cloud| cloud.name == key);
-            if !known {
+            if !known(key) {
                 let allowed: Vec<&str> = clouds::ALL
                     .iter()
                     .map(|cloud| cloud.name)
                     .chain(COMMON_KEYS)
+                    .chain([GPU_RESOURCES])
                     .collect();
                 r.unknown_key(&Path::Root, key, &allowed);
             }
@@ -171,14 +249,26 @@ impl<'a> Config<'a> {
         let mut enabled = Vec::new();
         for cloud in clouds::ALL {
             if let Some(block) = r.block(top, cloud.name) {
-                let on = r.enabled(&Path::Key(&Path::Root, cloud.name), block);
-                let settings = r.cloud(cloud, block, rows);
+                let path = &Path::Key(&Path::Root, cloud.name);
+                let on = r.enabled(path, block);
+                let overlay = r.overlay(cloud, path, block, Place::Cloud);
+                let instance_types = match block.get(INSTANCE_TYPES) {
+                    Some(table) => {
+                        r.instance_table(cloud, &Path::Key(path, INSTANCE_TYPES), table, rows)
+                    }
+                    None => None,
+                };
                 if on {
-                    enabled.push(settings);
+                    enabled.push(CloudSettings {
+                        cloud,
+                        overlay,
+                        instance_types,
+                    });
                 }
             }
         }
         let common = common.unwrap_or_else(|| r.common(top));
+        let gpu_resources = r.gpu_resources(top);
 
         let cloud = match enabled.len() {
             1 => enabled.pop(),
@@ -199,7 +289,11 @@ impl<'a> Config<'a> {
             }
         };
         match cloud {
-            Some(cloud) if r.errors.is_empty() => Ok(Config { cloud, common }),
+            Some(cloud) if r.errors.is_empty() => Ok(Config {
+                cloud,
+                common,
+                gpu_resources,
+            }),
             _ => Err(SettingsError(r.errors)),
         }
     }
@@ -246,28 +340,6 @@ fn cloud_names() -> String {
     names.join(", ")
 }
 
-/// A value as it appears in a message: short, and typed, so `"4"` and `4` read differently.
-fn show(value: Value<'_, '_>) -> String {
-    let text = match (value.as_str(), value.as_number(), value.as_bool()) {
-        (Some(s), _, _) => render_string(s),
-        (_, Some(n), _) => n.to_string(),
-        (_, _, Some(b)) => b.to_string(),
-        _ => return value.json_type().name().to_string(),
-    };
-    if text.len() > 80 {
-        format!("{}…", text.chars().take(80).collect::<String>())
-    } else {
-        text
-    }
-}
-
-/// Collects errors while reading, so that one answer lists every problem. Paths are built on the
-/// stack and formatted only into a message: settings are read with every request.
-#[derive(Default)]
-struct Reader {
-    errors: Vec<String>,
-}
-
 impl Reader {
     /// `triggerAnnotation`, `ownerKinds`, `ownerApiGroups`.
     fn common<'a>(&mut self, top: Value<'_, 'a>) -> Common<'a> {
@@ -298,16 +370,21 @@ impl Reader {
         }
     }
 
-    fn unknown_key(&mut self, path: &Path<'_>, key: &str, allowed: &[&str]) {
-        let place = match path {
-            Path::Root => "at the top level".to_string(),
-            _ => format!("under {path}"),
+    /// `gpuResources`: at least one extended resource name.
+    fn gpu_resources<'a>(&mut self, top: Value<'_, 'a>) -> Vec<Cow<'a, str>> {
+        let default = || DEFAULT_GPU_RESOURCES.map(Cow::Borrowed).to_vec();
+        let Some(raw) = top.get(GPU_RESOURCES).filter(|raw| !raw.is_null()) else {
+            return default();
         };
-        self.errors.push(format!(
-            "{}: unknown key; the keys allowed {place} are {}",
-            Path::Key(path, key),
-            allowed.join(", ")
-        ));
+        let path = &Path::Key(&Path::Root, GPU_RESOURCES);
+        self.strings(
+            path,
+            raw,
+            Some((1, 16)),
+            is_extended_resource,
+            "an extended resource name with a domain prefix, such as amd.com/gpu",
+        )
+        .unwrap_or_else(default)
     }
 
     /// A cloud block: absent and `null` read as "not there".
@@ -320,385 +397,38 @@ impl Reader {
             &"an object such as {enabled: true}",
         )
     }
-
-    /// `raw` when it is of type `want`; `None` when it is `null` (not there), or of another type,
-    /// which is an error: `{path}: must be {must_be}, got {type}`.
-    fn of_type<'t, 'a>(
-        &mut self,
-        path: &dyn Display,
-        raw: Value<'t, 'a>,
-        want: JsonType,
-        must_be: &dyn Display,
-    ) -> Option<Value<'t, 'a>> {
-        match raw.json_type() {
-            JsonType::Null => None,
-            found if found == want => Some(raw),
-            other => {
-                self.errors
-                    .push(format!("{path}: must be {must_be}, got {}", other.name()));
-                None
-            }
-        }
-    }
-
-    fn enabled(&mut self, path: &Path<'_>, block: Value<'_, '_>) -> bool {
-        let Some(raw) = block.get("enabled") else {
-            return false;
-        };
-        match raw.as_bool() {
-            Some(on) => on,
-            None if raw.is_null() => false,
-            None => {
-                self.errors.push(format!(
-                    "{}: must be true or false, got {}",
-                    Path::Key(path, "enabled"),
-                    show(raw)
-                ));
-                false
-            }
-        }
-    }
-
-    /// Everything a cloud block sets.
-    fn cloud<'a>(
-        &mut self,
-        cloud: &'static Cloud,
-        block: Value<'_, 'a>,
-        rows: Rows,
-    ) -> CloudSettings<'a> {
-        let path = &Path::Key(&Path::Root, cloud.name);
-        for (key, _) in block.members() {
-            let known = BLOCK_KEYS.contains(&key.as_ref())
-                || (cloud.plugin.is_some() && key == INSTANCE_TYPES)
-                || cloud.key(key).is_some();
-            if !known {
-                let mut allowed = vec![BLOCK_KEYS[0]];
-                allowed.extend(cloud.keys.iter().map(|k| k.name));
-                allowed.extend(&BLOCK_KEYS[1..]);
-                if cloud.plugin.is_some() {
-                    allowed.push(INSTANCE_TYPES);
-                }
-                self.unknown_key(path, key, &allowed);
-            }
-        }
-        let mut set = Vec::new();
-        for key in cloud.keys {
-            let Some(raw) = block.get(key.name) else {
-                continue;
-            };
-            if let Some(param) = self.param(&Path::Key(path, key.name), key.kind, raw) {
-                set.push((key, param));
-            }
-        }
-        for (a, b) in cloud.exclusive {
-            if set.iter().any(|(k, _)| k.name == *a) && set.iter().any(|(k, _)| k.name == *b) {
-                self.errors.push(format!(
-                    "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
-                    Path::Key(path, a),
-                    Path::Key(path, b)
-                ));
-            }
-        }
-        let env = match block.get("env") {
-            Some(raw) => self.env(&Path::Key(path, "env"), raw),
-            None => Vec::new(),
-        };
-        let capabilities = match block.get("capabilities") {
-            Some(raw) => self
-                .strings(
-                    &Path::Key(path, "capabilities"),
-                    raw,
-                    None,
-                    |c| is_capability(c) && !same_capability(c, "SYS_ADMIN"),
-                    "a capability name such as IPC_LOCK (letters, digits and '_'), and not SYS_ADMIN in any spelling, which allowPrivilegeEscalation: false cannot hold back (the API server refuses CAP_SYS_ADMIN beside it): grant it in the pod spec",
-                )
-                .unwrap_or_default(),
-            None => Vec::new(),
-        };
-        let instance_types = match block.get(INSTANCE_TYPES).filter(|_| cloud.plugin.is_some()) {
-            Some(table) => self.instance_table(&Path::Key(path, INSTANCE_TYPES), table, rows),
-            None => None,
-        };
-        CloudSettings {
-            cloud,
-            set,
-            env,
-            capabilities,
-            instance_types,
-        }
-    }
-
-    /// A cloud key's value; `None` when it is `null` (the default stays) or wrong.
-    fn param<'a>(&mut self, path: &Path<'_>, kind: Kind, raw: Value<'_, 'a>) -> Option<Param<'a>> {
-        match kind {
-            Kind::PerGpu => self.per_gpu(path, raw).map(Param::PerGpu),
-            Kind::Whole { min, max } => self.whole(path, raw, min, max).map(Param::Whole),
-            Kind::Text { valid, what } => self.text(path, Some(raw), valid, what).map(Param::Text),
-            Kind::Optional { valid, what } => match raw.as_str() {
-                _ if raw.is_null() => Some(Param::Off),
-                Some(s) if s.is_empty() => Some(Param::Off),
-                _ => self.text(path, Some(raw), valid, what).map(Param::Text),
-            },
-            Kind::Texts { len, valid, what } => {
-                self.strings(path, raw, len, valid, what).map(Param::Texts)
-            }
-        }
-    }
-
-    fn per_gpu(&mut self, path: &Path<'_>, raw: Value<'_, '_>) -> Option<Ratio> {
-        if raw.is_null() {
-            return None;
-        }
-        // serde_json writes a number as the shortest text that reads back to it: `0.5`, `1e-6`.
-        let ratio = raw
-            .as_number()
-            .and_then(|n| Ratio::parse_decimal(&n.to_string()))
-            .filter(|r| !r.is_zero() && r.at_most(MAX_PER_GPU));
-        if ratio.is_none() {
-            self.errors.push(format!(
-                "{path}: must be a number greater than 0 and at most {MAX_PER_GPU} with at most {MAX_DECIMALS} decimal places, the node's devices divided by its GPUs (0.5 for 4 per 8 GPUs), got {}",
-                show(raw)
-            ));
-        }
-        ratio
-    }
-
-    fn whole(&mut self, path: &Path<'_>, raw: Value<'_, '_>, min: u64, max: u64) -> Option<u64> {
-        if raw.is_null() {
-            return None;
-        }
-        let n = raw
-            .as_number()
-            .and_then(serde_json::Number::as_u64)
-            .filter(|n| (min..=max).contains(n));
-        if n.is_none() {
-            self.errors.push(format!(
-                "{path}: must be a whole number from {min} to {max}, got {}",
-                show(raw)
-            ));
-        }
-        n
-    }
-
-    /// A string that `valid` accepts; `None` when absent, `null` or wrong.
-    fn text<'a>(
-        &mut self,
-        path: &Path<'_>,
-        raw: Option<Value<'_, 'a>>,
-        valid: fn(&str) -> bool,
-        what: &str,
-    ) -> Option<Cow<'a, str>> {
-        let raw = raw.filter(|raw| !raw.is_null())?;
-        match raw.as_str() {
-            Some(s) if valid(s) => Some(s.clone()),
-            _ => {
-                self.errors
-                    .push(format!("{path}: must be {what}, got {}", show(raw)));
-                None
-            }
-        }
-    }
-
-    /// A list of strings `valid` accepts, of `len` items when given; `None` when `null` or wrong.
-    fn strings<'a>(
-        &mut self,
-        path: &Path<'_>,
-        raw: Value<'_, 'a>,
-        len: Option<usize>,
-        valid: fn(&str) -> bool,
-        what: &str,
-    ) -> Option<Vec<Cow<'a, str>>> {
-        let raw = self.of_type(
-            path,
-            raw,
-            JsonType::List,
-            &format_args!("a list, each item {what}"),
-        )?;
-        let errors = self.errors.len();
-        let count = raw.count();
-        if let Some(len) = len.filter(|len| *len != count) {
-            self.errors.push(format!(
-                "{path}: must have exactly {len} items, got {count}"
-            ));
-        }
-        let mut out = Vec::with_capacity(count);
-        for (i, item) in raw.items().enumerate() {
-            out.extend(self.text(&Path::Index(path, i), Some(item), valid, what));
-        }
-        (self.errors.len() == errors).then_some(out)
-    }
-
-    fn list<'a>(
-        &mut self,
-        key: &str,
-        top: Value<'_, 'a>,
-        default: &[&'static str],
-        valid: fn(&str) -> bool,
-        what: &str,
-    ) -> Vec<Cow<'a, str>> {
-        let raw = top.get(key).filter(|raw| !raw.is_null());
-        let Some(raw) = raw else {
-            return default.iter().map(|s| Cow::Borrowed(*s)).collect();
-        };
-        let list_of_any = &"a list (an empty list means any owner)";
-        let Some(raw) = self.of_type(&key, raw, JsonType::List, list_of_any) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for (i, item) in raw.items().enumerate() {
-            match item.as_str().filter(|s| valid(s)) {
-                Some(s) => out.push(s.clone()),
-                None => self
-                    .errors
-                    .push(format!("{key}[{i}]: must be {what}, got {}", show(item))),
-            }
-        }
-        out
-    }
-
-    /// An `env` map (behaviour.md §1.2), sorted by name, the last of a repeated name counting.
-    fn env<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Vec<EnvChange<'a>> {
-        let must_be = &"an object of NAME: \"value\", or NAME: null to not inject NAME";
-        let Some(raw) = self.of_type(path, raw, JsonType::Object, must_be) else {
-            return Vec::new();
-        };
-        let mut changes: Vec<EnvChange<'a>> = Vec::new();
-        for (name, value) in raw.members() {
-            if !is_env_name(name) {
-                self.errors.push(format!(
-                    "{}: not a variable name; names are printable ASCII without '='",
-                    Path::Entry(path, name)
-                ));
-                continue;
-            }
-            let value = match value.json_type() {
-                JsonType::Null => None,
-                JsonType::String => value.as_str().cloned(),
-                JsonType::Number | JsonType::Bool => {
-                    self.errors.push(format!(
-                        "{}: must be a string or null, got {}; quote it: \"{}\"",
-                        Path::Entry(path, name),
-                        show(value),
-                        show(value)
-                    ));
-                    continue;
-                }
-                other => {
-                    self.errors.push(format!(
-                        "{}: must be a string or null, got {}",
-                        Path::Entry(path, name),
-                        other.name()
-                    ));
-                    continue;
-                }
-            };
-            // Kept sorted as it is built; a repeated name replaces the earlier value.
-            let change = EnvChange {
-                name: name.clone(),
-                value,
-            };
-            match changes.binary_search_by(|c| c.name.cmp(&change.name)) {
-                Ok(at) => changes[at] = change,
-                Err(at) => changes.insert(at, change),
-            }
-        }
-        changes
-    }
-
-    /// An `instanceTypes` map (behaviour.md §1.2), as its text; its rows checked if `rows` asks.
-    fn instance_table<'a>(
-        &mut self,
-        path: &Path<'_>,
-        table: Value<'_, 'a>,
-        rows: Rows,
-    ) -> Option<&'a RawValue> {
-        let must_be = &"an object of instance type: {devicesPerNode: D, gpusPerNode: P}";
-        let table = self.of_type(path, table, JsonType::Object, must_be)?;
-        let text = table.as_text()?;
-        if rows == Rows::All {
-            // The text was read as JSON already: it reads again.
-            if let Ok(tape) = read::<Tape<'a>>(text.get()) {
-                for (name, entry) in tape.root().members() {
-                    self.row(&Path::Entry(path, name), name, entry);
-                }
-            }
-        }
-        Some(text)
-    }
-
-    /// One row of an instance table.
-    fn row<'a>(
-        &mut self,
-        at: &Path<'_>,
-        name: &Cow<'a, str>,
-        entry: Value<'_, 'a>,
-    ) -> Option<InstanceType<'a>> {
-        if !is_qualified_name_part(name) {
-            self.errors.push(format!(
-                "{at}: not an instance type; node.kubernetes.io/instance-type values are at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-            ));
-            return None;
-        }
-        if entry.json_type() != JsonType::Object {
-            self.errors.push(format!(
-                "{at}: must be an object such as {{devicesPerNode: 32, gpusPerNode: 8}}, got {}",
-                entry.json_type().name()
-            ));
-            return None;
-        }
-        for (key, _) in entry.members() {
-            if !INSTANCE_KEYS.contains(&key.as_ref()) {
-                self.unknown_key(at, key, &INSTANCE_KEYS);
-            }
-        }
-        let mut count = |key: &str, min: u64, max: u64, what: &str| {
-            let field = &Path::Key(at, key);
-            match entry.get(key).filter(|raw| !raw.is_null()) {
-                Some(raw) => self.whole(field, raw, min, max),
-                None => {
-                    self.errors.push(format!("{field}: missing; set {what}"));
-                    None
-                }
-            }
-        };
-        let devices = count(
-            "devicesPerNode",
-            0,
-            MAX_DEVICES_PER_NODE,
-            "the devices the node's device plugin advertises",
-        );
-        let gpus = count("gpusPerNode", 1, MAX_PER_GPU, "the node's GPUs");
-        let env = match entry.get("env") {
-            Some(raw) => self.env(&Path::Key(at, "env"), raw),
-            None => Vec::new(),
-        };
-        Some(InstanceType {
-            name: name.clone(),
-            devices: devices?,
-            gpus: gpus?,
-            env,
-        })
-    }
 }
 
-/// The row of `name` in the instance table `table` of `cloud`'s block, checked; the last of a
-/// repeated type counts. The table's rows are read as text and only that row is parsed.
-pub fn instance_row<'a>(
-    cloud: &'static str,
+/// The settings' row of `name` in `cloud`'s instance table `table`, checked, with the name as the
+/// table spells it; the last of a repeated type counts. Only that row is parsed.
+fn user_row<'a>(
+    cloud: &'static Cloud,
     table: &'a RawValue,
     name: &str,
-) -> Result<Option<InstanceType<'a>>, String> {
+) -> Result<Option<(Cow<'a, str>, UserRow<'a>)>, String> {
     let rows = crate::lenient::members(table);
     let Some((key, text)) = rows.0.iter().rev().find(|(key, _)| key == name) else {
         return Ok(None);
     };
     let tape: Tape<'a> = read(text.get()).map_err(|e| e.to_string())?;
     let mut r = Reader::default();
-    let block = Path::Key(&Path::Root, cloud);
+    let block = Path::Key(&Path::Root, cloud.name);
     let path = Path::Key(&block, INSTANCE_TYPES);
-    match r.row(&Path::Entry(&path, key), key, tape.root()) {
-        Some(row) if r.errors.is_empty() => Ok(Some(row)),
+    match r.row(cloud, &Path::Entry(&path, key), key, tape.root()) {
+        Some(row) if r.errors.is_empty() => Ok(Some((key.clone(), row))),
         _ => Err(SettingsError(r.errors).to_string()),
+    }
+}
+
+/// A built-in row's facts, read as a settings row is (a test reads every one).
+fn built_in_facts(cloud: &'static Cloud, machine: &'static Machine) -> Result<Overlay<'static>, String> {
+    let tape: Tape<'static> = read(machine.facts).map_err(|e| e.to_string())?;
+    let mut r = Reader::default();
+    let name = Cow::Borrowed(machine.name);
+    let at = Path::Entry(&Path::Root, machine.name);
+    match r.row(cloud, &at, &name, tape.root()) {
+        Some(row) if r.errors.is_empty() => Ok(row.overlay),
+        _ => Err(format!("built-in row {}: {}", machine.name, SettingsError(r.errors))),
     }
 }
 
@@ -714,7 +444,7 @@ pub(crate) fn profile_of(settings: serde_json::Value) -> crate::profile::Profile
     Config::read(text)
         .unwrap_or_else(|e| panic!("{text}: {e}"))
         .cloud
-        .profile()
+        .default_profile()
 }
 
 #[cfg(test)]
@@ -737,7 +467,7 @@ mod tests {
     }
 
     fn count(config: &Config<'_>) -> DeviceCount {
-        config.cloud.profile().device.expect("a device").count
+        config.cloud.default_profile().device.expect("a device").count
     }
 
     #[test]
@@ -750,7 +480,7 @@ mod tests {
             assert_eq!(config.common.owner_groups, DEFAULT_OWNER_GROUPS);
         });
         with(json!({"azure": {"enabled": true}}), |config| {
-            let device = config.cloud.profile().device.unwrap();
+            let device = config.cloud.default_profile().device.unwrap();
             assert_eq!(device.resource, "rdma/hca_shared_devices_a");
             assert_eq!(device.count, DeviceCount::PerGpu(Ratio::whole(1)));
         });
@@ -918,7 +648,7 @@ mod tests {
         with(
             json!({"aws": {"enabled": true, "instanceTypes": {"p4d.24xlarge": {"devicesPerNode": 4, "gpusPerNode": 8, "env": {"X": "1"}}}}}),
             |config| {
-                let table = config.cloud.profile().instance_types;
+                let table = config.cloud.default_profile().instance_types;
                 let t = table.get("p4d.24xlarge").unwrap().unwrap();
                 assert_eq!((t.name.as_ref(), t.devices, t.gpus), ("p4d.24xlarge", 4, 8));
                 assert_eq!(t.env.len(), 1);
@@ -934,7 +664,7 @@ mod tests {
         let common = Common::from_tape(&tape).unwrap();
         let config =
             Config::from_tape(&tape, common).expect("rows are not read before a pod names them");
-        let table = config.cloud.profile().instance_types;
+        let table = config.cloud.default_profile().instance_types;
         assert_eq!(table.get("y").unwrap().unwrap().devices, 4);
         assert_eq!(
             table.get("x").unwrap_err(),
@@ -1008,7 +738,7 @@ mod tests {
             with(
                 json!({"aws": {"enabled": true, "efaLibraryPath": off, "cpuRequest": off}}),
                 |config| {
-                    let profile = config.cloud.profile();
+                    let profile = config.cloud.default_profile();
                     assert!(profile.mounts.iter().all(|m| m.volume != "amazon-efa"));
                     assert!(profile.volumes.iter().all(|v| v.name != "amazon-efa"));
                     assert_eq!(profile.default_cpu_request, None);

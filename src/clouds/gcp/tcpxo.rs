@@ -1,21 +1,26 @@
-//! GCP: GPUDirect-TCPXO on A3 Mega (behaviour.md §3.3). No device resource: the NICs are
-//! attached through GKE's multi-network annotations, and a daemon sidecar drives them.
+//! GPUDirect-TCPXO on A3 Mega (behaviour.md §3.3), the chart's GCP injection: its keys sit in
+//! the `gcp` block itself. No device resource: the NICs are attached through GKE's multi-network
+//! annotations, and a daemon sidecar drives them.
 
 use std::borrow::Cow;
 
-use super::{Cloud, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
+use super::{DEFAULT_INTERFACE, NETWORK_NAME, set_daemon_image, set_networks};
+use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::k8s_names::{is_dns1123_subdomain, is_image_reference};
-use crate::profile::{EnvVar, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var};
+use crate::profile::{
+    EnvVar, Interfaces, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var,
+};
 
-pub const GCP: Cloud = Cloud {
-    name: "gcp",
+pub const TCPXO: Fabric = Fabric {
+    name: "tcpxo",
+    block: None,
     keys: &[
         Key {
             name: "networks",
             kind: Kind::Texts {
-                len: Some(8),
+                len: Some((8, 8)),
                 valid: is_dns1123_subdomain,
-                what: "a GKE network name (lowercase letters, digits, '-' and '.')",
+                what: NETWORK_NAME,
             },
             apply: set_networks,
         },
@@ -39,7 +44,6 @@ pub const GCP: Cloud = Cloud {
     ],
     exclusive: &[],
     profile,
-    plugin: None,
 };
 
 const ENV: &[EnvVar<'static>] = &[
@@ -104,19 +108,10 @@ const DEFAULT_SCRIPT: &str = concat!(
 );
 
 const DEVICES_ANNOTATION: &str = "devices.gke.io/container.tcpxo-daemon";
-const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
-/// The chart's network names, `gpu-nic0` … `gpu-nic7`, for eth1 … eth8.
-const DEFAULT_INTERFACES: &str = concat!(
-    r#"[{"interfaceName":"eth0","network":"default"},"#,
-    r#"{"interfaceName":"eth1","network":"gpu-nic0"},"#,
-    r#"{"interfaceName":"eth2","network":"gpu-nic1"},"#,
-    r#"{"interfaceName":"eth3","network":"gpu-nic2"},"#,
-    r#"{"interfaceName":"eth4","network":"gpu-nic3"},"#,
-    r#"{"interfaceName":"eth5","network":"gpu-nic4"},"#,
-    r#"{"interfaceName":"eth6","network":"gpu-nic5"},"#,
-    r#"{"interfaceName":"eth7","network":"gpu-nic6"},"#,
-    r#"{"interfaceName":"eth8","network":"gpu-nic7"}]"#,
-);
+/// The chart's network names for eth1 … eth8.
+const NETWORKS: [&str; 8] = [
+    "gpu-nic0", "gpu-nic1", "gpu-nic2", "gpu-nic3", "gpu-nic4", "gpu-nic5", "gpu-nic6", "gpu-nic7",
+];
 
 fn profile() -> Profile<'static> {
     Profile {
@@ -138,8 +133,8 @@ fn profile() -> Profile<'static> {
             image: Cow::Borrowed(
                 "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.8",
             ),
-            command: &["/bin/sh", "-c"],
-            script: Cow::Borrowed(DEFAULT_SCRIPT),
+            command: vec![Cow::Borrowed("/bin/sh"), Cow::Borrowed("-c")],
+            script: Some(Cow::Borrowed(DEFAULT_SCRIPT)),
             env: DAEMON_ENV,
             // Kubernetes spelling: the reference's `CAP_NET_ADMIN` is not what Google's manifests use.
             capabilities: &["NET_ADMIN", "NET_BIND_SERVICE"],
@@ -165,9 +160,12 @@ fn profile() -> Profile<'static> {
                     "- path: /dev/dmabuf_import_helper\n",
                 )),
             ),
-            ("networking.gke.io/default-interface", Cow::Borrowed("eth0")),
-            (INTERFACES_ANNOTATION, Cow::Borrowed(DEFAULT_INTERFACES)),
+            DEFAULT_INTERFACE,
         ],
+        interfaces: Some(Interfaces {
+            first: 1,
+            networks: NETWORKS.iter().map(|n| Cow::Borrowed(*n)).collect(),
+        }),
         // TCPXO drives all 8 GPUs and NICs of an a3-megagpu-8g node (GoogleCloudPlatform/
         // container-engine-accelerators `gpudirect-tcpxo/`).
         whole_node: Some(WholeNode {
@@ -176,21 +174,6 @@ fn profile() -> Profile<'static> {
         }),
         ..empty()
     }
-}
-
-/// `networking.gke.io/interfaces` for eth1 … eth8 on `networks`, eth0 on the default network.
-fn interfaces(networks: &[impl AsRef<str>]) -> String {
-    let mut text = String::from(r#"[{"interfaceName":"eth0","network":"default"}"#);
-    for (i, network) in networks.iter().enumerate() {
-        // Network names are DNS subdomains: nothing in them needs escaping.
-        text.push_str(&format!(
-            r#",{{"interfaceName":"eth{}","network":"{}"}}"#,
-            i + 1,
-            network.as_ref()
-        ));
-    }
-    text.push(']');
-    text
 }
 
 fn script(flags: &[impl AsRef<str>]) -> String {
@@ -203,26 +186,9 @@ fn script(flags: &[impl AsRef<str>]) -> String {
     script
 }
 
-fn set_networks<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    let Param::Texts(networks) = param else {
-        return;
-    };
-    for (key, value) in &mut profile.annotations {
-        if *key == INTERFACES_ANNOTATION {
-            *value = Cow::Owned(interfaces(&networks));
-        }
-    }
-}
-
-fn set_daemon_image<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let (Some(sidecar), Param::Text(image)) = (&mut profile.sidecar, param) {
-        sidecar.image = image;
-    }
-}
-
 fn set_daemon_flags<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
     if let (Some(sidecar), Param::Texts(flags)) = (&mut profile.sidecar, param) {
-        sidecar.script = Cow::Owned(script(&flags));
+        sidecar.script = Some(Cow::Owned(script(&flags)));
     }
 }
 
@@ -240,8 +206,18 @@ mod tests {
 
     #[test]
     fn the_defaults_are_what_the_builders_write_for_the_charts_values() {
-        let chart_networks: Vec<String> = (0..8).map(|i| format!("gpu-nic{i}")).collect();
-        assert_eq!(interfaces(&chart_networks), DEFAULT_INTERFACES);
+        let chart_interfaces = concat!(
+            r#"[{"interfaceName":"eth0","network":"default"},"#,
+            r#"{"interfaceName":"eth1","network":"gpu-nic0"},"#,
+            r#"{"interfaceName":"eth2","network":"gpu-nic1"},"#,
+            r#"{"interfaceName":"eth3","network":"gpu-nic2"},"#,
+            r#"{"interfaceName":"eth4","network":"gpu-nic3"},"#,
+            r#"{"interfaceName":"eth5","network":"gpu-nic4"},"#,
+            r#"{"interfaceName":"eth6","network":"gpu-nic5"},"#,
+            r#"{"interfaceName":"eth7","network":"gpu-nic6"},"#,
+            r#"{"interfaceName":"eth8","network":"gpu-nic7"}]"#,
+        );
+        assert_eq!(profile().interfaces.unwrap().json(None), chart_interfaces);
         let chart_flags = [
             "--num_hops=2",
             "--num_nics=8",
@@ -257,14 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn the_interfaces_annotation_is_the_json_gke_reads() {
-        let parsed: serde_json::Value = serde_json::from_str(DEFAULT_INTERFACES).unwrap();
-        let list = parsed.as_array().unwrap();
-        assert_eq!(list.len(), 9);
-        assert_eq!(
-            list[8],
-            serde_json::json!({"interfaceName": "eth8", "network": "gpu-nic7"})
-        );
+    fn the_devices_annotation_lists_one_device_a_line() {
         let devices = &profile().annotations[0].1;
         assert_eq!(devices.lines().count(), 11);
         assert!(devices.lines().all(|l| l.starts_with("- path: /dev/")) && devices.ends_with('\n'));

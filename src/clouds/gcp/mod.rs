@@ -1,0 +1,113 @@
+//! GCP: one GPU stack per machine family, never mixed (behaviour.md §3.3): GPUDirect-TCPXO on A3
+//! Mega (the chart's), GPUDirect-TCPX on A3 High, GPUDirect-RDMA with the gIB NCCL plugin on A3
+//! Ultra, A4 and A4X. No device resource: the NICs are attached through GKE's multi-network
+//! annotations. Google: GPUDirect RDMA "is not compatible with ... GPUDirect TCPX/TCPXO. Don't ...
+//! install the TCPX/TCPXO plugin on clusters that use GPUDirect RDMA"
+//! (docs.cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute-custom-a4x,
+//! 2026-04-06): a machine's own fabric wins over `gcp.fabric`.
+
+mod rdma;
+mod tcpx;
+mod tcpxo;
+
+use std::borrow::Cow;
+
+use super::{Accelerator, Cloud, Machine, Param};
+use crate::profile::Profile;
+
+pub const GCP: Cloud = Cloud {
+    name: "gcp",
+    fabrics: &[&tcpxo::TCPXO, &tcpx::TCPX, &rdma::RDMA],
+    plugin: None,
+    machines: MACHINES,
+    accelerators: ACCELERATORS,
+};
+
+/// GKE's machine types with GPUDirect, their GPUs, the NICs their fabric uses, and the fabric
+/// (VENDOR-FACTS part 2, from GoogleCloudPlatform/container-engine-accelerators (CEA) and
+/// cluster-toolkit (CT); the NCCL values are CT's copies of the gIB plugin's
+/// `set_nccl_env.sh`, of gIB v1.1.0, which the blueprints `examples/gke-a3-ultragpu/`,
+/// `gke-a4/` and `gke-a4x/` install).
+const MACHINES: &[Machine] = &[
+    // 4 GPU NICs on eth1…eth4 (CEA `gpudirect-tcpx/nccl-test-latest.yaml`).
+    Machine::eight_gpus("a3-highgpu-8g", 4).with(r#"{"fabric":"tcpx"}"#),
+    // 8 GPU NICs on eth1…eth8 (CEA `gpudirect-tcpxo/`).
+    Machine::eight_gpus("a3-megagpu-8g", 8).with(r#"{"fabric":"tcpxo"}"#),
+    // 8 RDMA NICs on eth2…eth9 (CEA `gpudirect-rdma/nccl-test.yaml`, 2026-03-09); tuner file of
+    // CT `examples/machine-learning/a3-ultragpu-8g/nemo-framework/Dockerfile` (2026-01-22).
+    Machine::eight_gpus("a3-ultragpu-8g", 8).with(concat!(
+        r#"{"fabric":"rdma","rdma":{"env":{"#,
+        r#""NCCL_TUNER_CONFIG_PATH":"/usr/local/gib/configs/tuner_config_a3u.txtpb"}}}"#
+    )),
+    // 8 RDMA NICs (CEA `gpudirect-rdma/nccl-test-a4.yaml`); CT
+    // `examples/machine-learning/a4-highgpu-8g/a4high-vm.yaml` (2026-06-09) adds the GID index
+    // and names another tuner file.
+    Machine::eight_gpus("a4-highgpu-8g", 8).with(concat!(
+        r#"{"fabric":"rdma","rdma":{"env":{"NCCL_IB_GID_INDEX":"3","#,
+        r#""NCCL_TUNER_CONFIG_PATH":"/usr/local/gib/configs/tuner_config.txtpb"}}}"#
+    )),
+    // GB200, 4 GPUs, 4 RDMA NICs on eth2…eth5 (CEA `gpudirect-rdma/nccl-test-imex-a4x.yaml`),
+    // multi-node NVLink. CT publishes no NCCL values of its own for A4X: the fabric's common
+    // ones apply (inferred).
+    Machine::new("a4x-highgpu-4g", 4, 4)
+        .with(r#"{"fabric":"rdma"}"#)
+        .nvlink(),
+    // GB300: its 8 RDMA NICs come only through GKE managed DRANET (CEA
+    // `gpudirect-rdma/nccl-test-a4x-max.yaml`, 2026-03-19, carries no network annotation).
+    Machine::new("a4x-maxgpu-4g-metal", 4, 8)
+        .nvlink()
+        .dra_only("an A4X Max node gets its RDMA NICs only through GKE managed DRANET (DeviceClass mrdma.google.com): give the pod a resource claim for them"),
+];
+
+/// `cloud.google.com/gke-accelerator` values (CEA `gpudirect-rdma/` and `gpudirect-tcpx/`
+/// manifests and installers; CT's `accelerator_type`s). `nvidia-h100-80gb` also labels the
+/// smaller A3 High machines, which have no GPUDirect: it picks the fabric, not a machine.
+const ACCELERATORS: &[Accelerator] = &[
+    Accelerator {
+        label: "nvidia-h100-80gb",
+        machine: None,
+        fabric: "tcpx",
+    },
+    Accelerator {
+        label: "nvidia-h100-mega-80gb",
+        machine: Some("a3-megagpu-8g"),
+        fabric: "tcpxo",
+    },
+    Accelerator {
+        label: "nvidia-h200-141gb",
+        machine: Some("a3-ultragpu-8g"),
+        fabric: "rdma",
+    },
+    Accelerator {
+        label: "nvidia-b200",
+        machine: Some("a4-highgpu-8g"),
+        fabric: "rdma",
+    },
+    Accelerator {
+        label: "nvidia-gb200",
+        machine: Some("a4x-highgpu-4g"),
+        fabric: "rdma",
+    },
+    Accelerator {
+        label: "nvidia-gb300",
+        machine: Some("a4x-maxgpu-4g-metal"),
+        fabric: "rdma",
+    },
+];
+
+const NETWORK_NAME: &str = "a GKE network name (lowercase letters, digits, '-' and '.')";
+const DEFAULT_INTERFACE: (&str, Cow<'static, str>) =
+    ("networking.gke.io/default-interface", Cow::Borrowed("eth0"));
+
+/// The networks of the fabric's NICs, in order.
+fn set_networks<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    if let (Some(interfaces), Param::Texts(networks)) = (&mut profile.interfaces, param) {
+        interfaces.networks = networks;
+    }
+}
+
+fn set_daemon_image<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    if let (Some(sidecar), Param::Text(image)) = (&mut profile.sidecar, param) {
+        sidecar.image = image;
+    }
+}

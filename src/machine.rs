@@ -1,0 +1,136 @@
+//! The pod's machine (behaviour.md §3.7): the instance types its spec names, else the GPU model it
+//! names on GKE, each looked up in the cloud's instance table; what they agree on decides the
+//! fabric and the row that changes the injection, and what they cannot agree on is a warning.
+
+use std::borrow::Cow;
+
+use crate::clouds::{ACCELERATOR_LABEL, Fabric};
+use crate::error::Rejection;
+use crate::merge::{Read, expect_read};
+use crate::placement::{INSTANCE_TYPE_LABELS, labelled};
+use crate::settings::overlay::Overlay;
+use crate::settings::{CloudSettings, Row};
+use crate::view::Object;
+
+/// What the pod's spec says about the node it will run on.
+#[derive(Debug)]
+pub struct Machine<'a> {
+    /// The instance types it names, each with its row where the table has one; empty when it
+    /// names none.
+    pub rows: Vec<(Cow<'a, str>, Option<Row<'a>>)>,
+    /// The fabric to inject; `None` when none can be (the warnings say why).
+    pub fabric: Option<&'static Fabric>,
+    /// The rows' layer of settings: what all of them set alike.
+    pub overlay: Overlay<'a>,
+    /// The node's GPUs and NICs where every candidate machine knows them (the fewest).
+    pub gpus: Option<u64>,
+    pub nics: Option<u64>,
+    /// Some candidate machine is part of a multi-node NVLink domain.
+    pub nvlink_domain: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Reads the machine of the pod whose spec is `spec`. An error is a settings problem in a row of
+/// the instance table the pod names.
+pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine<'a>, Rejection> {
+    let cloud = settings.cloud;
+    let mut names: Vec<Cow<'a, str>> = labelled(spec, &INSTANCE_TYPE_LABELS)
+        .into_iter()
+        .map(|name| Cow::Owned(name.into_owned()))
+        .collect();
+    // Where no instance type is named, the GPU model may name the machine, or only its fabric.
+    let mut fabric_only: Vec<Option<&'static Fabric>> = Vec::new();
+    if names.is_empty() && !cloud.accelerators.is_empty() {
+        for label in labelled(spec, &[ACCELERATOR_LABEL]) {
+            match cloud.accelerators.iter().find(|a| a.label == label) {
+                Some(accelerator) => match accelerator.machine {
+                    Some(machine) => names.push(Cow::Borrowed(machine)),
+                    None => fabric_only.push(cloud.fabric(accelerator.fabric)),
+                },
+                // A GPU model the policy does not know: the pod may land where nothing is known.
+                None => fabric_only.push(None),
+            }
+        }
+    }
+    let mut rows = Vec::with_capacity(names.len());
+    for name in names {
+        let row = settings
+            .row(&name)
+            .map_err(|message| Rejection::Settings { message })?;
+        rows.push((name, row));
+    }
+
+    let known: Vec<&Row<'a>> = rows.iter().filter_map(|(_, row)| row.as_ref()).collect();
+    let every_one_known = known.len() == rows.len() && fabric_only.iter().all(Option::is_some);
+    let overlays: Vec<&Overlay<'a>> = known.iter().map(|row| &row.overlay).collect();
+    let overlay = if every_one_known {
+        Overlay::agreed(&overlays)
+    } else {
+        Overlay::default()
+    };
+    let mut warnings = Vec::new();
+
+    // Each candidate's fabric: its row's, else the one its GPU model implies, else the settings'.
+    let settled = |fabric: Option<&'static Fabric>| fabric.unwrap_or_else(|| settings.fabric(&Overlay::default()));
+    let mut fabrics: Vec<&'static Fabric> = Vec::new();
+    for (_, row) in &rows {
+        let fabric = settled(row.as_ref().and_then(|row| row.overlay.fabric));
+        if !fabrics.contains(&fabric) {
+            fabrics.push(fabric);
+        }
+    }
+    for fabric in &fabric_only {
+        let fabric = settled(*fabric);
+        if !fabrics.contains(&fabric) {
+            fabrics.push(fabric);
+        }
+    }
+    let fabric = match fabrics.as_slice() {
+        [] => Some(settings.fabric(&overlay)),
+        [one] => Some(*one),
+        several => {
+            let names: Vec<&str> = several.iter().map(|f| f.name).collect();
+            warnings.push(format!(
+                "multi-node networking not injected: the pod may run on machines of different fabrics ({}); name one machine type or GPU model per pod",
+                names.join(", ")
+            ));
+            None
+        }
+    };
+    // A machine wired only through DRA: nothing the policy adds would work.
+    let dra_only = known.iter().find_map(|row| row.machine.and_then(|m| m.dra_only));
+    let fabric = match dra_only {
+        Some(why) => {
+            warnings.push(format!(
+                "multi-node networking not injected: {why}"
+            ));
+            None
+        }
+        None => fabric,
+    };
+
+    let fewest = |of: &dyn Fn(&Row<'a>) -> Option<u64>| -> Option<u64> {
+        let counts: Option<Vec<u64>> = known.iter().map(|row| of(row)).collect();
+        counts.filter(|_| every_one_known && !known.is_empty())?.into_iter().min()
+    };
+    let nvlink_domain = known
+        .iter()
+        .any(|row| row.machine.is_some_and(|m| m.nvlink_domain));
+    Ok(Machine {
+        gpus: fewest(&|row| row.gpus),
+        nics: fewest(&|row| row.devices(None, None)),
+        rows,
+        fabric,
+        overlay,
+        nvlink_domain,
+        warnings,
+    })
+}
+
+/// Whether the pod carries any `spec.resourceClaims`.
+pub fn has_claims(spec: &Object<'_>) -> bool {
+    expect_read(spec, "resourceClaims", Read::Text);
+    spec.get("resourceClaims")
+        .and_then(|node| node.raw())
+        .is_some_and(|raw| !crate::lenient::items(raw).is_empty())
+}

@@ -1,0 +1,241 @@
+//! A cloud's settings block and its instance rows, which may set any of the block's keys
+//! (behaviour.md §1.2, §1.3): both are read into an [`Overlay`] by the same reader, which knows
+//! the keys from the cloud's data alone.
+
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+
+use super::overlay::{Overlay, Set};
+use super::reader::{Reader, show};
+use super::{INSTANCE_TYPES, MAX_PER_GPU, Rows, UserRow};
+use crate::clouds::{Cloud, Fabric};
+use crate::error::Path;
+use crate::k8s_names::{is_capability, is_qualified_name_part};
+use crate::lenient::read;
+use crate::merge::same_capability;
+use crate::tape::{JsonType, Tape, Value};
+
+const ENABLED: &str = "enabled";
+const FABRIC: &str = "fabric";
+const ENV: &str = "env";
+const CAPABILITIES: &str = "capabilities";
+const DEVICES_PER_NODE: &str = "devicesPerNode";
+const GPUS_PER_NODE: &str = "gpusPerNode";
+const MAX_DEVICES_PER_NODE: u64 = 1024;
+
+/// Where a block of a cloud's keys is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    /// The cloud's own block: `enabled`, and `instanceTypes`.
+    Cloud,
+    /// An instance row: `devicesPerNode` and `gpusPerNode`.
+    Row,
+}
+
+impl Reader {
+    /// The keys allowed in a block at `place`, in the order messages list them.
+    fn allowed(cloud: &Cloud, place: Place) -> Vec<&'static str> {
+        let mut allowed = match place {
+            Place::Cloud => vec![ENABLED],
+            Place::Row => vec![DEVICES_PER_NODE, GPUS_PER_NODE],
+        };
+        if cloud.fabrics.len() > 1 {
+            allowed.push(FABRIC);
+        }
+        allowed.extend(cloud.own_keys().iter().map(|k| k.name));
+        allowed.extend(cloud.fabrics.iter().filter_map(|f| f.block));
+        allowed.extend([ENV, CAPABILITIES]);
+        if place == Place::Cloud {
+            allowed.push(INSTANCE_TYPES);
+        }
+        allowed
+    }
+
+    /// Everything a block of `cloud`'s keys at `path` sets.
+    pub(super) fn overlay<'a>(
+        &mut self,
+        cloud: &'static Cloud,
+        path: &Path<'_>,
+        block: Value<'_, 'a>,
+        place: Place,
+    ) -> Overlay<'a> {
+        let allowed = Reader::allowed(cloud, place);
+        for (key, _) in block.members() {
+            if !allowed.contains(&key.as_ref()) {
+                self.unknown_key(path, key, &allowed);
+            }
+        }
+        let mut overlay = Overlay {
+            fabric: block
+                .get(FABRIC)
+                .filter(|_| cloud.fabrics.len() > 1)
+                .and_then(|raw| self.fabric(cloud, &Path::Key(path, FABRIC), raw)),
+            env: match block.get(ENV) {
+                Some(raw) => self.env(&Path::Key(path, ENV), raw),
+                None => Vec::new(),
+            },
+            capabilities: match block.get(CAPABILITIES) {
+                Some(raw) => self.capabilities(&Path::Key(path, CAPABILITIES), raw),
+                None => Vec::new(),
+            },
+            ..Overlay::default()
+        };
+        for fabric in cloud.fabrics.iter().copied() {
+            match fabric.block {
+                None => self.keys(fabric, path, block, &mut overlay.set),
+                Some(name) => {
+                    let Some(raw) = block.get(name) else {
+                        continue;
+                    };
+                    let at = &Path::Key(path, name);
+                    let must_be = &"an object of the fabric's keys";
+                    let Some(inner) = self.of_type(at, raw, JsonType::Object, must_be) else {
+                        continue;
+                    };
+                    let mut allowed: Vec<&str> = fabric.keys.iter().map(|k| k.name).collect();
+                    allowed.push(ENV);
+                    for (key, _) in inner.members() {
+                        if !allowed.contains(&key.as_ref()) {
+                            self.unknown_key(at, key, &allowed);
+                        }
+                    }
+                    self.keys(fabric, at, inner, &mut overlay.set);
+                    if let Some(raw) = inner.get(ENV) {
+                        let env = self.env(&Path::Key(at, ENV), raw);
+                        overlay.fabric_env.push((fabric, env));
+                    }
+                }
+            }
+        }
+        overlay
+    }
+
+    /// The keys of `fabric` that `block` sets.
+    fn keys<'a>(
+        &mut self,
+        fabric: &'static Fabric,
+        path: &Path<'_>,
+        block: Value<'_, 'a>,
+        set: &mut Vec<Set<'a>>,
+    ) {
+        let before = set.len();
+        for key in fabric.keys {
+            let Some(raw) = block.get(key.name) else {
+                continue;
+            };
+            if let Some(param) = self.param(&Path::Key(path, key.name), key.kind, raw) {
+                set.push(Set { fabric, key, param });
+            }
+        }
+        let named = |name: &str| set[before..].iter().any(|s| s.key.name == name);
+        for (a, b) in fabric.exclusive {
+            if named(a) && named(b) {
+                self.errors.push(format!(
+                    "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
+                    Path::Key(path, a),
+                    Path::Key(path, b)
+                ));
+            }
+        }
+    }
+
+    fn fabric(
+        &mut self,
+        cloud: &'static Cloud,
+        path: &Path<'_>,
+        raw: Value<'_, '_>,
+    ) -> Option<&'static Fabric> {
+        if raw.is_null() {
+            return None;
+        }
+        let fabric = raw.as_str().and_then(|name| cloud.fabric(name));
+        if fabric.is_none() {
+            let names: Vec<&str> = cloud.fabrics.iter().map(|f| f.name).collect();
+            self.errors.push(format!(
+                "{path}: must be one of {}, got {}",
+                names.join(", "),
+                show(raw)
+            ));
+        }
+        fabric
+    }
+
+    fn capabilities<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Vec<Cow<'a, str>> {
+        self.strings(
+            path,
+            raw,
+            None,
+            |c| is_capability(c) && !same_capability(c, "SYS_ADMIN"),
+            "a capability name such as IPC_LOCK (letters, digits and '_'), and not SYS_ADMIN in any spelling, which allowPrivilegeEscalation: false cannot hold back (the API server refuses CAP_SYS_ADMIN beside it): grant it in the pod spec",
+        )
+        .unwrap_or_default()
+    }
+
+    /// An `instanceTypes` map (behaviour.md §1.2), as its text; its rows checked if `rows` asks.
+    pub(super) fn instance_table<'a>(
+        &mut self,
+        cloud: &'static Cloud,
+        path: &Path<'_>,
+        table: Value<'_, 'a>,
+        rows: Rows,
+    ) -> Option<&'a RawValue> {
+        let must_be = &"an object of instance type: {devicesPerNode: D, gpusPerNode: P}";
+        let table = self.of_type(path, table, JsonType::Object, must_be)?;
+        let text = table.as_text()?;
+        if rows == Rows::All {
+            // The text was read as JSON already: it reads again.
+            if let Ok(tape) = read::<Tape<'a>>(text.get()) {
+                for (name, entry) in tape.root().members() {
+                    self.row(cloud, &Path::Entry(path, name), name, entry);
+                }
+            }
+        }
+        Some(text)
+    }
+
+    /// One row of an instance table, as the settings write it.
+    pub(super) fn row<'a>(
+        &mut self,
+        cloud: &'static Cloud,
+        at: &Path<'_>,
+        name: &Cow<'a, str>,
+        entry: Value<'_, 'a>,
+    ) -> Option<UserRow<'a>> {
+        if !is_qualified_name_part(name) {
+            self.errors.push(format!(
+                "{at}: not an instance type; node.kubernetes.io/instance-type values are at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+            ));
+            return None;
+        }
+        if entry.json_type() != JsonType::Object {
+            self.errors.push(format!(
+                "{at}: must be an object such as {{devicesPerNode: 32, gpusPerNode: 8}}, got {}",
+                entry.json_type().name()
+            ));
+            return None;
+        }
+        let errors = self.errors.len();
+        let overlay = self.overlay(cloud, at, entry, Place::Row);
+        let mut count = |key: &str, min: u64, max: u64| {
+            let raw = entry.get(key).filter(|raw| !raw.is_null())?;
+            self.whole(&Path::Key(at, key), raw, min, max)
+        };
+        let devices = count(DEVICES_PER_NODE, 0, MAX_DEVICES_PER_NODE);
+        let gpus = count(GPUS_PER_NODE, 1, MAX_PER_GPU);
+        // A count of devices is one per node: it needs the node's GPUs, the row's or the
+        // built-in row's.
+        let known_gpus = gpus.is_some() || cloud.machine(name).is_some();
+        if entry.get(DEVICES_PER_NODE).is_some_and(|d| !d.is_null()) && !known_gpus {
+            self.errors.push(format!(
+                "{}: missing; set the node's GPUs beside {DEVICES_PER_NODE}",
+                Path::Key(at, GPUS_PER_NODE)
+            ));
+        }
+        (self.errors.len() == errors).then(|| UserRow {
+            devices,
+            gpus,
+            overlay,
+        })
+    }
+}
