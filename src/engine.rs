@@ -666,26 +666,28 @@ impl SeccompAnnotations {
 mod tests {
     use super::*;
     use crate::ratio::Ratio;
-    use crate::settings::profile_of;
+    use crate::settings::config_of;
     use serde_json::json;
 
     /// The engine on a pod given as a tree: read through the view, written back on success.
-    fn inject(pod: &mut Value, profile: &Profile) -> Result<Outcome, Rejection> {
+    const GPU_RESOURCE: &str = "nvidia.com/gpu";
+
+    fn inject(pod: &mut Value, config: &Config) -> Result<Outcome, Rejection> {
         let bytes = crate::merge::tests::payload(pod);
         let mut view = crate::view::read_object(&bytes, &POD)?;
-        let outcome = super::inject(&mut view, profile)?;
+        let outcome = super::inject(&mut view, config)?;
         let mut out = Vec::new();
         view.write(&mut out);
         *pod = serde_json::from_slice(&out).expect("the view writes JSON");
         Ok(outcome)
     }
 
-    fn azure() -> Profile<'static> {
-        profile_of(json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": 2}}))
+    fn azure() -> Config<'static> {
+        config_of(json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": 2}}))
     }
 
-    fn oci() -> Profile<'static> {
-        profile_of(json!({"oci": {"enabled": true}}))
+    fn oci() -> Config<'static> {
+        config_of(json!({"oci": {"enabled": true}}))
     }
 
     fn gpu_container(name: &str, gpus: Value) -> Value {
@@ -697,10 +699,10 @@ mod tests {
     }
 
     /// Injects, then checks that a second pass is a no-op.
-    fn inject_twice(pod: &mut Value, profile: &Profile) -> Outcome {
-        let outcome = inject(pod, profile).unwrap();
+    fn inject_twice(pod: &mut Value, config: &Config) -> Outcome {
+        let outcome = inject(pod, config).unwrap();
         let before = pod.clone();
-        let again = inject(pod, profile).unwrap();
+        let again = inject(pod, config).unwrap();
         assert!(!again.changed, "second pass changed the pod");
         assert_eq!(*pod, before);
         outcome
@@ -714,7 +716,7 @@ mod tests {
             json!({"oci": {"enabled": true}}),
         ] {
             let mut p = pod(vec![gpu_container("t", json!("8"))]);
-            assert!(inject_twice(&mut p, &profile_of(settings)).changed);
+            assert!(inject_twice(&mut p, &config_of(settings)).changed);
         }
         let mut p = pod(vec![gpu_container("t", json!(8))]);
         assert!(inject_twice(&mut p, &azure()).changed);

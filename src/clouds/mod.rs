@@ -311,8 +311,13 @@ mod tests {
     use serde_json::json;
     use std::collections::HashSet;
 
+    fn fabrics() -> impl Iterator<Item = (&'static Cloud, &'static Fabric)> {
+        ALL.iter()
+            .flat_map(|cloud| cloud.fabrics.iter().map(move |fabric| (*cloud, *fabric)))
+    }
+
     fn defaults() -> Vec<Profile<'static>> {
-        ALL.iter().map(|cloud| (cloud.profile)()).collect()
+        fabrics().map(|(_, fabric)| (fabric.profile)()).collect()
     }
 
     fn unique<'a>(what: &str, items: impl IntoIterator<Item = &'a str>) {
@@ -351,11 +356,15 @@ mod tests {
                 );
             }
         }
+        for (_, fabric) in fabrics() {
+            unique("key", fabric.keys.iter().map(|k| k.name));
+        }
         for cloud in ALL {
-            unique("key", cloud.keys.iter().map(|k| k.name));
-            if let Some(plugin) = cloud.plugin {
-                unique("built-in row", plugin.rows.iter().map(|r| r.instance_type));
-            }
+            unique("fabric", cloud.fabrics.iter().map(|f| f.name));
+            unique("built-in row", cloud.machines.iter().map(|m| m.name));
+            unique("accelerator", cloud.accelerators.iter().map(|a| a.label));
+            let own = cloud.fabrics.iter().filter(|f| f.block.is_none()).count();
+            assert!(own <= 1, "{}: one fabric at most has its keys in the block", cloud.name);
         }
         unique("cloud", ALL.iter().map(|c| c.name));
     }
@@ -420,24 +429,60 @@ mod tests {
             }
         }
         for cloud in ALL {
-            for row in cloud.plugin.iter().flat_map(|p| p.rows) {
+            for machine in cloud.machines {
+                assert!(is_qualified_name_part(machine.name), "{}", machine.name);
                 assert!(
-                    is_qualified_name_part(row.instance_type),
+                    machine.gpus > 0 && machine.devices.is_none_or(|d| d <= 1024),
                     "{}",
-                    row.instance_type
+                    machine.name
                 );
-                assert!(row.gpus > 0 && row.devices <= 1024, "{}", row.instance_type);
+            }
+            for accelerator in cloud.accelerators {
+                assert!(is_qualified_name_part(accelerator.label));
+                assert!(cloud.fabric(accelerator.fabric).is_some(), "{}", accelerator.label);
+                if let Some(name) = accelerator.machine {
+                    let machine = cloud.machine(name).expect("an accelerator's machine is a row");
+                    let facts = crate::lenient::read::<serde_json::Value>(machine.facts).ok();
+                    let fabric = facts.as_ref().and_then(|f| f["fabric"].as_str());
+                    assert!(
+                        machine.dra_only.is_some() || fabric == Some(accelerator.fabric),
+                        "{}: the label's fabric is its machine's",
+                        accelerator.label
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every built-in row's facts read as a settings row of its cloud: the same reader, the same
+    /// checks.
+    #[test]
+    fn every_built_in_row_reads_as_a_settings_row() {
+        for cloud in ALL {
+            for machine in cloud.machines {
+                let settings = json!({cloud.name: {"enabled": true}}).to_string();
+                let config = crate::settings::Config::read(&settings).unwrap();
+                let row = config
+                    .cloud
+                    .row(machine.name)
+                    .unwrap_or_else(|e| panic!("{}: {e}", machine.name))
+                    .expect("a built-in row");
+                assert_eq!(row.gpus, Some(machine.gpus));
+                assert_eq!(row.machine, Some(machine));
+                if !machine.facts.is_empty() {
+                    assert_ne!(row.overlay, Default::default(), "{}", machine.name);
+                }
             }
         }
     }
 
     #[test]
     fn clouds_with_a_device_have_a_plugin_and_a_per_gpu_key() {
-        for cloud in ALL {
-            let device = (cloud.profile)().device;
+        for (cloud, fabric) in fabrics() {
+            let device = (fabric.profile)().device;
             assert_eq!(device.is_some(), cloud.plugin.is_some(), "{}", cloud.name);
             if let Some(device) = device {
-                let key = cloud.key(device.per_gpu_key);
+                let key = fabric.key(device.per_gpu_key);
                 assert!(
                     matches!(key.map(|k| k.kind), Some(Kind::PerGpu)),
                     "{}",
@@ -452,8 +497,8 @@ mod tests {
     /// `apply` expected another kind of value would silently do nothing.
     #[test]
     fn every_key_changes_the_profile() {
-        for cloud in ALL {
-            for key in cloud.keys {
+        for (cloud, fabric) in fabrics() {
+            for key in fabric.keys {
                 let value = match key.kind {
                     Kind::PerGpu => json!(0.5),
                     Kind::Whole { max, .. } => json!(max),
@@ -467,13 +512,18 @@ mod tests {
                         "cpuRequest" => json!("250m"),
                         other => panic!("give {other} a test value"),
                     },
-                    Kind::Texts { len, .. } => json!(vec!["vpc1"; len.unwrap_or(1)]),
+                    Kind::Texts { len, .. } => json!(vec!["vpc1"; len.map_or(1, |(min, _)| min)]),
                 };
-                let settings = json!({cloud.name: {"enabled": true, key.name: value}});
+                let settings = match fabric.block {
+                    None => json!({cloud.name: {"enabled": true, key.name: value}}),
+                    Some(block) => json!({cloud.name: {
+                        "enabled": true, "fabric": fabric.name, block: {key.name: value}
+                    }}),
+                };
                 let changed = format!("{:?}", profile_of(settings));
                 assert_ne!(
                     changed,
-                    format!("{:?}", (cloud.profile)()),
+                    format!("{:?}", (fabric.profile)()),
                     "{}.{}",
                     cloud.name,
                     key.name

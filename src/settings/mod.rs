@@ -437,14 +437,17 @@ pub fn check(text: &str) -> Result<(), SettingsError> {
     Config::read(text).map(drop)
 }
 
-/// The enabled cloud's profile under `settings`, for tests (the text is kept for good).
+/// The configuration of `settings`, for tests (the text is kept for good).
+#[cfg(test)]
+pub(crate) fn config_of(settings: serde_json::Value) -> Config<'static> {
+    let text: &'static str = Box::leak(settings.to_string().into_boxed_str());
+    Config::read(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// The enabled cloud's profile under `settings` for a pod whose machine is not known, for tests.
 #[cfg(test)]
 pub(crate) fn profile_of(settings: serde_json::Value) -> crate::profile::Profile<'static> {
-    let text: &'static str = Box::leak(settings.to_string().into_boxed_str());
-    Config::read(text)
-        .unwrap_or_else(|e| panic!("{text}: {e}"))
-        .cloud
-        .default_profile()
+    config_of(settings).cloud.default_profile()
 }
 
 #[cfg(test)]
@@ -533,10 +536,10 @@ mod tests {
             errors(json!({"gcp": {"enabled": true}, "tigger": "x"}))
                 .contains("tigger: unknown key; the keys allowed at the top level are aws, azure, gcp, oci, triggerAnnotation")
         );
-        // No device, no instance types.
-        assert!(
-            errors(json!({"gcp": {"enabled": true, "instanceTypes": {}}}))
-                .starts_with("gcp.instanceTypes: unknown key; the keys allowed under gcp are enabled, networks, daemonImage, daemonFlags, env, capabilities")
+        // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
+        assert_eq!(
+            errors(json!({"gcp": {"enabled": true, "network": []}})),
+            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, tcpx, rdma, env, capabilities, instanceTypes"
         );
     }
 
@@ -624,9 +627,10 @@ mod tests {
         with(
             json!({"aws": {"enabled": true, "env": {"Z": "1", "A": null, "M": "x", "Z2": "2"}}}),
             |config| {
-                let names: Vec<_> = config.cloud.env.iter().map(|c| c.name.as_ref()).collect();
+                let env = &config.cloud.overlay.env;
+                let names: Vec<_> = env.iter().map(|c| c.name.as_ref()).collect();
                 assert_eq!(names, ["A", "M", "Z", "Z2"]);
-                assert_eq!(config.cloud.env[0].value, None);
+                assert_eq!(env[0].value, None);
             },
         );
         assert_eq!(
@@ -644,17 +648,25 @@ mod tests {
     }
 
     #[test]
-    fn instance_types_need_both_counts() {
+    fn instance_rows_merge_over_the_built_in_ones() {
         with(
-            json!({"aws": {"enabled": true, "instanceTypes": {"p4d.24xlarge": {"devicesPerNode": 4, "gpusPerNode": 8, "env": {"X": "1"}}}}}),
+            json!({"aws": {"enabled": true, "instanceTypes": {
+                "p4d.24xlarge": {"devicesPerNode": 2, "env": {"X": "1"}},
+                "g6.48xlarge": {"devicesPerNode": 1, "gpusPerNode": 8}
+            }}}),
             |config| {
-                let table = config.cloud.default_profile().instance_types;
-                let t = table.get("p4d.24xlarge").unwrap().unwrap();
-                assert_eq!((t.name.as_ref(), t.devices, t.gpus), ("p4d.24xlarge", 4, 8));
-                assert_eq!(t.env.len(), 1);
-                // p5 is a built-in row.
-                assert_eq!(table.get("p5.48xlarge").unwrap().unwrap().devices, 32);
-                assert_eq!(table.get("g5.48xlarge").unwrap(), None);
+                let settings = &config.cloud;
+                // The user's count over the built-in row: its GPUs stay the machine's.
+                let t = settings.row("p4d.24xlarge").unwrap().unwrap();
+                assert_eq!((t.name.as_ref(), t.devices, t.gpus), ("p4d.24xlarge", Some(2), Some(8)));
+                assert_eq!(t.overlay.env.len(), 1);
+                // p5 is a built-in row, counting the EFA plugin's resource only.
+                let p5 = settings.row("p5.48xlarge").unwrap().unwrap();
+                let efa = Some("vpc.amazonaws.com/efa");
+                assert_eq!(p5.devices(efa, settings.cloud.plugin), Some(32));
+                assert_eq!(p5.devices(Some("example.com/nic"), settings.cloud.plugin), None);
+                assert_eq!(settings.row("g5.48xlarge").unwrap(), None);
+                assert_eq!(settings.row("g6.48xlarge").unwrap().unwrap().gpus, Some(8));
             },
         );
         // At request time a row is read when a pod names it, and a wrong one is an error then.
@@ -664,26 +676,80 @@ mod tests {
         let common = Common::from_tape(&tape).unwrap();
         let config =
             Config::from_tape(&tape, common).expect("rows are not read before a pod names them");
-        let table = config.cloud.default_profile().instance_types;
-        assert_eq!(table.get("y").unwrap().unwrap().devices, 4);
+        assert_eq!(config.cloud.row("y").unwrap().unwrap().devices, Some(4));
         assert_eq!(
-            table.get("x").unwrap_err(),
+            config.cloud.row("x").unwrap_err(),
             "aws.instanceTypes[x].devicesPerNode: must be a whole number from 0 to 1024, got \"4\""
         );
         let message = errors(json!({"aws": {"enabled": true, "instanceTypes": {
             "p5.48xlarge": {"devicesPerNode": 1025, "gpusPerNode": 0, "bogus": 1},
-            "p4d.24xlarge": {"gpusPerNode": 8},
+            "g6.48xlarge": {"devicesPerNode": 8},
             "bad type!": {"devicesPerNode": 1, "gpusPerNode": 1}
         }}}));
         for part in [
-            "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, env",
+            "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities",
             "aws.instanceTypes[p5.48xlarge].devicesPerNode: must be a whole number from 0 to 1024, got 1025",
             "aws.instanceTypes[p5.48xlarge].gpusPerNode: must be a whole number from 1 to 64, got 0",
-            "aws.instanceTypes[p4d.24xlarge].devicesPerNode: missing",
+            "aws.instanceTypes[g6.48xlarge].gpusPerNode: missing; set the node's GPUs beside devicesPerNode",
             "aws.instanceTypes[bad type!]: not an instance type",
         ] {
             assert!(message.contains(part), "{part}\n{message}");
         }
+    }
+
+    #[test]
+    fn a_row_may_set_the_clouds_keys_and_a_gcp_fabric() {
+        with(
+            json!({"gcp": {"enabled": true, "fabric": "rdma", "instanceTypes": {
+                "a3-ultragpu-8g": {"rdma": {"networks": ["a", "b"], "env": {"NCCL_IB_TC": "53"}}},
+                "a3-megagpu-8g": {"fabric": "tcpx"}
+            }}}),
+            |config| {
+                let settings = &config.cloud;
+                assert_eq!(settings.overlay.fabric.map(|f| f.name), Some("rdma"));
+                let ultra = settings.row("a3-ultragpu-8g").unwrap().unwrap();
+                // The user's keys over the built-in facts: the fabric stays, the env merges.
+                assert_eq!(ultra.overlay.fabric.map(|f| f.name), Some("rdma"));
+                let env: Vec<_> = ultra.overlay.fabric_env[0].1.iter().map(|e| e.name.as_ref()).collect();
+                assert_eq!(env, ["NCCL_IB_TC", "NCCL_TUNER_CONFIG_PATH"]);
+                let profile = settings.profile(settings.fabric(&ultra.overlay), &ultra.overlay);
+                assert_eq!(profile.interfaces.unwrap().networks, ["a", "b"]);
+                // Only a row the user writes changes a machine's fabric.
+                let mega = settings.row("a3-megagpu-8g").unwrap().unwrap();
+                assert_eq!(settings.fabric(&mega.overlay).name, "tcpx");
+            },
+        );
+        assert_eq!(
+            errors(json!({"gcp": {"enabled": true, "fabric": "tcpxx"}})),
+            "gcp.fabric: must be one of tcpxo, tcpx, rdma, got \"tcpxx\""
+        );
+        assert!(
+            errors(json!({"gcp": {"enabled": true, "tcpx": {"networks": ["a"], "daemonFlags": ["a\nb"], "x": 1}}}))
+                .contains("gcp.tcpx.x: unknown key; the keys allowed under gcp.tcpx are networks, daemonImage, daemonFlags, env")
+        );
+        assert!(
+            errors(json!({"gcp": {"enabled": true, "rdma": {"networks": []}}}))
+                .contains("gcp.rdma.networks: must have from 1 to 16 items, got 0")
+        );
+    }
+
+    #[test]
+    fn gpu_resources_are_extended_resource_names() {
+        with(json!({"oci": {"enabled": true}}), |config| {
+            assert_eq!(config.gpu_resources, DEFAULT_GPU_RESOURCES);
+        });
+        with(
+            json!({"oci": {"enabled": true}, "gpuResources": ["amd.com/gpu"]}),
+            |config| assert_eq!(config.gpu_resources, ["amd.com/gpu"]),
+        );
+        assert!(
+            errors(json!({"oci": {"enabled": true}, "gpuResources": ["gpu"]}))
+                .starts_with("gpuResources[0]: must be an extended resource name")
+        );
+        assert!(
+            errors(json!({"oci": {"enabled": true}, "gpuResources": []}))
+                .starts_with("gpuResources: must have from 1 to 16 items, got 0")
+        );
     }
 
     #[test]
