@@ -43,7 +43,7 @@ const INFINIBAND: Fabric = Fabric {
             name: "ncclTopologyConfigMap",
             kind: Kind::Optional {
                 valid: is_dns1123_subdomain,
-                what: "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters), or null or \"\" for no topology file",
+                what: "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
             },
             apply: set_topology,
         },
