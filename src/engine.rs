@@ -9,12 +9,12 @@ use serde_json::value::RawValue;
 use crate::error::{Rejection, malformed};
 use crate::fragment::{Block, render, render_string};
 use crate::lenient::{Entry, Loose, Text, read};
+use crate::machine::{self, Machine};
 use crate::merge::{
     Read, add_capabilities, add_env, add_mounts, added_capabilities, append, expect_read, items,
     json_text, names, object, object_entry, object_mut, raw_items, same_capability, set_if_absent,
     text,
 };
-use crate::machine::{self, Machine};
 use crate::multus;
 use crate::placement;
 use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Sidecar, Volume};
@@ -200,7 +200,9 @@ fn apply(
         .iter()
         .fold(0u64, |sum, c| sum.saturating_add(c.gpus));
     // The resource the pod's GPUs are asked for by, for messages: the first container's.
-    let gpu_resource = gpu_containers.first().map_or("GPUs", |c| c.resource.as_str());
+    let gpu_resource = gpu_containers
+        .first()
+        .map_or("GPUs", |c| c.resource.as_str());
     if let Some(whole) = profile.whole_node {
         let node = machine.gpus.unwrap_or(whole.gpus);
         if gpus < node {
@@ -266,8 +268,7 @@ fn annotate(
     nics: Option<u64>,
     devices: u64,
 ) -> Result<bool, Rejection> {
-    if profile.annotations.is_empty() && profile.interfaces.is_none() && profile.network.is_none()
-    {
+    if profile.annotations.is_empty() && profile.interfaces.is_none() && profile.network.is_none() {
         return Ok(false);
     }
     let metadata = object_entry(pod, "metadata")?;

@@ -71,7 +71,9 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
     let mut warnings = Vec::new();
 
     // Each candidate's fabric: its row's, else the one its GPU model implies, else the settings'.
-    let settled = |fabric: Option<&'static Fabric>| fabric.unwrap_or_else(|| settings.fabric(&Overlay::default()));
+    let settled = |fabric: Option<&'static Fabric>| {
+        fabric.unwrap_or_else(|| settings.fabric(&Overlay::default()))
+    };
     let mut fabrics: Vec<&'static Fabric> = Vec::new();
     for (_, row) in &rows {
         let fabric = settled(row.as_ref().and_then(|row| row.overlay.fabric));
@@ -98,12 +100,12 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
         }
     };
     // A machine wired only through DRA: nothing the policy adds would work.
-    let dra_only = known.iter().find_map(|row| row.machine.and_then(|m| m.dra_only));
+    let dra_only = known
+        .iter()
+        .find_map(|row| row.machine.and_then(|m| m.dra_only));
     let fabric = match dra_only {
         Some(why) => {
-            warnings.push(format!(
-                "multi-node networking not injected: {why}"
-            ));
+            warnings.push(format!("multi-node networking not injected: {why}"));
             None
         }
         None => fabric,
@@ -111,7 +113,10 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
 
     let fewest = |of: &dyn Fn(&Row<'a>) -> Option<u64>| -> Option<u64> {
         let counts: Option<Vec<u64>> = known.iter().map(|row| of(row)).collect();
-        counts.filter(|_| every_one_known && !known.is_empty())?.into_iter().min()
+        counts
+            .filter(|_| every_one_known && !known.is_empty())?
+            .into_iter()
+            .min()
     };
     let nvlink_domain = known
         .iter()

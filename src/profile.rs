@@ -94,7 +94,9 @@ impl Interfaces<'_> {
     /// The annotation's compact JSON for the first `nics` networks (all of them for `None`).
     pub fn json(&self, nics: Option<u64>) -> String {
         let mut text = String::from(r#"[{"interfaceName":"eth0","network":"default"}"#);
-        let take = nics.map_or(self.networks.len(), |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let take = nics.map_or(self.networks.len(), |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
         for (eth, network) in (self.first..).zip(self.networks.iter().take(take)) {
             // Network names are DNS subdomains: nothing in them needs escaping.
             text.push_str(r#",{"interfaceName":"eth"#);

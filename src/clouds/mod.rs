@@ -364,7 +364,11 @@ mod tests {
             unique("built-in row", cloud.machines.iter().map(|m| m.name));
             unique("accelerator", cloud.accelerators.iter().map(|a| a.label));
             let own = cloud.fabrics.iter().filter(|f| f.block.is_none()).count();
-            assert!(own <= 1, "{}: one fabric at most has its keys in the block", cloud.name);
+            assert!(
+                own <= 1,
+                "{}: one fabric at most has its keys in the block",
+                cloud.name
+            );
         }
         unique("cloud", ALL.iter().map(|c| c.name));
     }
@@ -439,9 +443,15 @@ mod tests {
             }
             for accelerator in cloud.accelerators {
                 assert!(is_qualified_name_part(accelerator.label));
-                assert!(cloud.fabric(accelerator.fabric).is_some(), "{}", accelerator.label);
+                assert!(
+                    cloud.fabric(accelerator.fabric).is_some(),
+                    "{}",
+                    accelerator.label
+                );
                 if let Some(name) = accelerator.machine {
-                    let machine = cloud.machine(name).expect("an accelerator's machine is a row");
+                    let machine = cloud
+                        .machine(name)
+                        .expect("an accelerator's machine is a row");
                     let facts = crate::lenient::read::<serde_json::Value>(machine.facts).ok();
                     let fabric = facts.as_ref().and_then(|f| f["fabric"].as_str());
                     assert!(

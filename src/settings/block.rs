@@ -232,7 +232,7 @@ impl Reader {
                 Path::Key(at, GPUS_PER_NODE)
             ));
         }
-        (self.errors.len() == errors).then(|| UserRow {
+        (self.errors.len() == errors).then_some(UserRow {
             devices,
             gpus,
             overlay,

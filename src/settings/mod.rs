@@ -103,8 +103,7 @@ impl Row<'_> {
     /// the machine's NICs.
     pub fn devices(&self, resource: Option<&str>, plugin: Option<&str>) -> Option<u64> {
         let built_in = self.machine.and_then(|m| m.devices);
-        self.devices
-            .or(built_in.filter(|_| resource == plugin))
+        self.devices.or(built_in.filter(|_| resource == plugin))
     }
 
     /// Devices of `resource` per GPU on this type, where both counts are known.
@@ -421,14 +420,21 @@ fn user_row<'a>(
 }
 
 /// A built-in row's facts, read as a settings row is (a test reads every one).
-fn built_in_facts(cloud: &'static Cloud, machine: &'static Machine) -> Result<Overlay<'static>, String> {
+fn built_in_facts(
+    cloud: &'static Cloud,
+    machine: &'static Machine,
+) -> Result<Overlay<'static>, String> {
     let tape: Tape<'static> = read(machine.facts).map_err(|e| e.to_string())?;
     let mut r = Reader::default();
     let name = Cow::Borrowed(machine.name);
     let at = Path::Entry(&Path::Root, machine.name);
     match r.row(cloud, &at, &name, tape.root()) {
         Some(row) if r.errors.is_empty() => Ok(row.overlay),
-        _ => Err(format!("built-in row {}: {}", machine.name, SettingsError(r.errors))),
+        _ => Err(format!(
+            "built-in row {}: {}",
+            machine.name,
+            SettingsError(r.errors)
+        )),
     }
 }
 
@@ -470,7 +476,12 @@ mod tests {
     }
 
     fn count(config: &Config<'_>) -> DeviceCount {
-        config.cloud.default_profile().device.expect("a device").count
+        config
+            .cloud
+            .default_profile()
+            .device
+            .expect("a device")
+            .count
     }
 
     #[test]
@@ -658,13 +669,19 @@ mod tests {
                 let settings = &config.cloud;
                 // The user's count over the built-in row: its GPUs stay the machine's.
                 let t = settings.row("p4d.24xlarge").unwrap().unwrap();
-                assert_eq!((t.name.as_ref(), t.devices, t.gpus), ("p4d.24xlarge", Some(2), Some(8)));
+                assert_eq!(
+                    (t.name.as_ref(), t.devices, t.gpus),
+                    ("p4d.24xlarge", Some(2), Some(8))
+                );
                 assert_eq!(t.overlay.env.len(), 1);
                 // p5 is a built-in row, counting the EFA plugin's resource only.
                 let p5 = settings.row("p5.48xlarge").unwrap().unwrap();
                 let efa = Some("vpc.amazonaws.com/efa");
                 assert_eq!(p5.devices(efa, settings.cloud.plugin), Some(32));
-                assert_eq!(p5.devices(Some("example.com/nic"), settings.cloud.plugin), None);
+                assert_eq!(
+                    p5.devices(Some("example.com/nic"), settings.cloud.plugin),
+                    None
+                );
                 assert_eq!(settings.row("g5.48xlarge").unwrap(), None);
                 assert_eq!(settings.row("g6.48xlarge").unwrap().unwrap().gpus, Some(8));
             },
@@ -710,7 +727,11 @@ mod tests {
                 let ultra = settings.row("a3-ultragpu-8g").unwrap().unwrap();
                 // The user's keys over the built-in facts: the fabric stays, the env merges.
                 assert_eq!(ultra.overlay.fabric.map(|f| f.name), Some("rdma"));
-                let env: Vec<_> = ultra.overlay.fabric_env[0].1.iter().map(|e| e.name.as_ref()).collect();
+                let env: Vec<_> = ultra.overlay.fabric_env[0]
+                    .1
+                    .iter()
+                    .map(|e| e.name.as_ref())
+                    .collect();
                 assert_eq!(env, ["NCCL_IB_TC", "NCCL_TUNER_CONFIG_PATH"]);
                 let profile = settings.profile(settings.fabric(&ultra.overlay), &ultra.overlay);
                 assert_eq!(profile.interfaces.unwrap().networks, ["a", "b"]);

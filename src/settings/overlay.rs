@@ -69,7 +69,12 @@ impl<'a> Overlay<'a> {
         let mut set: Vec<Set<'a>> = base
             .set
             .into_iter()
-            .filter(|b| !self.set.iter().any(|s| s.fabric == b.fabric && s.key == b.key))
+            .filter(|b| {
+                !self
+                    .set
+                    .iter()
+                    .any(|s| s.fabric == b.fabric && s.key == b.key)
+            })
             .collect();
         set.extend(self.set);
         let mut fabric_env = base.fabric_env;

@@ -87,7 +87,12 @@ impl Reader {
     }
 
     /// A cloud key's value; `None` when it is `null` (the default stays) or wrong.
-    pub(super) fn param<'a>(&mut self, path: &Path<'_>, kind: Kind, raw: Value<'_, 'a>) -> Option<Param<'a>> {
+    pub(super) fn param<'a>(
+        &mut self,
+        path: &Path<'_>,
+        kind: Kind,
+        raw: Value<'_, 'a>,
+    ) -> Option<Param<'a>> {
         match kind {
             Kind::PerGpu => self.per_gpu(path, raw).map(Param::PerGpu),
             Kind::Whole { min, max } => self.whole(path, raw, min, max).map(Param::Whole),
@@ -121,7 +126,13 @@ impl Reader {
         ratio
     }
 
-    pub(super) fn whole(&mut self, path: &Path<'_>, raw: Value<'_, '_>, min: u64, max: u64) -> Option<u64> {
+    pub(super) fn whole(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, '_>,
+        min: u64,
+        max: u64,
+    ) -> Option<u64> {
         if raw.is_null() {
             return None;
         }
@@ -176,9 +187,9 @@ impl Reader {
         let errors = self.errors.len();
         let count = raw.count();
         match len {
-            Some((min, max)) if min == max && count != min => self
-                .errors
-                .push(format!("{path}: must have exactly {min} items, got {count}")),
+            Some((min, max)) if min == max && count != min => self.errors.push(format!(
+                "{path}: must have exactly {min} items, got {count}"
+            )),
             Some((min, max)) if !(min..=max).contains(&count) => self.errors.push(format!(
                 "{path}: must have from {min} to {max} items, got {count}"
             )),
@@ -267,5 +278,4 @@ impl Reader {
         }
         changes
     }
-
 }

@@ -93,7 +93,10 @@ mod tests {
     fn the_nics_are_eth2_on_and_a_machine_takes_its_own_count() {
         let interfaces = profile().interfaces.unwrap();
         let eight = interfaces.json(None);
-        assert!(eight.ends_with(r#"{"interfaceName":"eth9","network":"rdma-7"}]"#), "{eight}");
+        assert!(
+            eight.ends_with(r#"{"interfaceName":"eth9","network":"rdma-7"}]"#),
+            "{eight}"
+        );
         assert_eq!(
             interfaces.json(Some(4)),
             concat!(
