@@ -1,0 +1,260 @@
+//! The per-container part of the merge (behaviour.md §3, §4, §5): which containers are GPU
+//! containers and how many GPUs they ask for, and what each gets: its device count, cpu request,
+//! env, mounts, capabilities and hardening.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::error::{Rejection, malformed};
+use crate::fragment::{Block, render_string};
+use crate::lenient::{Text, read};
+use crate::merge::{
+    Read, add_capabilities, add_env, add_mounts, added_capabilities, expect_read, json_text,
+    object, object_entry, same_capability, set_if_absent, text,
+};
+use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile};
+use crate::quantity::{self, QuantityError};
+use crate::view::{Node, Object};
+
+/// The profile's per-container additions, with their JSON text.
+pub(super) struct Additions<'p, 'a> {
+    pub(super) profile: &'p Profile<'a>,
+    /// How many devices, where the profile has a device.
+    pub(super) count: Option<DeviceCount>,
+    pub(super) env: Block<'p, EnvVar<'a>>,
+    pub(super) mounts: Block<'p, Mount<'a>>,
+}
+
+/// What injecting one container did.
+pub(super) struct ContainerDone {
+    pub(super) changed: bool,
+    /// The container's device count: the user's where they set one.
+    pub(super) devices: u64,
+    /// The volumes the policy mounted in it.
+    pub(super) mounted: Vec<&'static str>,
+}
+
+/// A container that requests a whole number of GPUs above zero.
+pub(super) struct GpuContainer {
+    pub(super) index: usize,
+    /// Its GPUs, summed over the GPU resources it requests.
+    pub(super) gpus: u64,
+    /// The first GPU resource it requests.
+    pub(super) resource: String,
+}
+
+/// Every container that requests GPUs, counted from each of `resources` (behaviour.md §2).
+pub(super) fn gpu_containers(
+    spec: &Object<'_>,
+    resources: &[Cow<'_, str>],
+) -> Result<Vec<GpuContainer>, Rejection> {
+    expect_read(spec, "containers", Read::List);
+    let containers = match spec.get("containers") {
+        None => return Ok(Vec::new()),
+        Some(Node::List(containers)) => containers,
+        Some(node) if node.is_null() => return Ok(Vec::new()),
+        Some(_) => return Err(malformed("spec.containers", "a list")),
+    };
+    let mut found = Vec::new();
+    for (index, container) in containers.iter().enumerate() {
+        let at = || format!("spec.containers[{index}]");
+        let Node::Object(container) = container else {
+            return Err(malformed(&at(), "an object"));
+        };
+        let mut gpus: u64 = 0;
+        let mut first = None;
+        for resource in resources {
+            let Some(value) = requested(container, resource).map_err(|e| e.within(&at()))? else {
+                continue;
+            };
+            let n = whole(value).map_err(|problem| {
+                quantity_rejection(container_name(container, index), resource, value, problem)
+            })?;
+            if n > 0 {
+                gpus = gpus.saturating_add(n);
+                first.get_or_insert(resource);
+            }
+        }
+        if let Some(resource) = first {
+            found.push(GpuContainer {
+                index,
+                gpus,
+                resource: resource.to_string(),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// A resource's quantity (JSON text) in `requests`, else in `limits`.
+pub(super) fn requested<'o>(
+    container: &'o Object<'_>,
+    resource: &str,
+) -> Result<Option<&'o str>, Rejection> {
+    let Some(resources) = object(container, "resources")? else {
+        return Ok(None);
+    };
+    for side in ["requests", "limits"] {
+        let quantities = object(resources, side).map_err(|e| e.within("resources"))?;
+        if let Some(value) = quantities
+            .and_then(|q| q.get(resource))
+            .filter(|v| !v.is_null())
+            .and_then(json_text)
+        {
+            return Ok(Some(value));
+        }
+    }
+    Ok(None)
+}
+
+/// The whole number a quantity's JSON text stands for.
+pub(super) fn whole(json: &str) -> Result<u64, QuantityError> {
+    quantity::whole(&read(json).unwrap_or(Value::Null))
+}
+
+/// A quantity that is not a whole number of devices, named by container and value.
+pub(super) fn quantity_rejection(
+    container: String,
+    resource: &str,
+    json: &str,
+    problem: QuantityError,
+) -> Rejection {
+    Rejection::Quantity {
+        container,
+        resource: resource.to_string(),
+        value: json.to_string(),
+        problem: problem.describe(),
+    }
+}
+
+pub(super) fn container_name(container: &Object<'_>, index: usize) -> String {
+    container
+        .get("name")
+        .and_then(text)
+        .map_or_else(|| format!("#{index}"), Cow::into_owned)
+}
+
+/// Applies the per-container parts.
+pub(super) fn inject_container(
+    container: &mut Object<'_>,
+    name: &str,
+    gpus: u64,
+    additions: &Additions<'_, '_>,
+    seccomp_set: bool,
+) -> Result<ContainerDone, Rejection> {
+    let profile = additions.profile;
+    let mut changed = false;
+    let mut devices = 0;
+    if let (Some(device), Some(count)) = (&profile.device, additions.count) {
+        let (device_changed, n) = ensure_device(container, name, gpus, device, count)?;
+        changed |= device_changed;
+        devices = n;
+    }
+    if let Some(cpu) = &profile.default_cpu_request {
+        changed |= default_cpu(container, cpu)?;
+    }
+    changed |= add_env(container, &additions.env)?;
+    let mounted = add_mounts(container, &additions.mounts)?;
+    changed |= !mounted.is_empty();
+    if profile.harden {
+        changed |= harden(container, seccomp_set, &profile.capabilities)?;
+    }
+    changed |= add_capabilities(container, &profile.capabilities)?;
+    Ok(ContainerDone {
+        changed,
+        devices,
+        mounted,
+    })
+}
+
+/// Sets the device in both `requests` and `limits` (extended resources must be equal in both).
+/// A number the user set wins and is copied to the side that lacks it; a count of 0 is no
+/// request at all.
+pub(super) fn ensure_device(
+    container: &mut Object<'_>,
+    name: &str,
+    gpus: u64,
+    device: &Device<'_>,
+    count: DeviceCount,
+) -> Result<(bool, u64), Rejection> {
+    let resource = device.resource.as_ref();
+    let (value, count, changed) = match requested(container, resource)? {
+        Some(users) => (
+            users.to_string(),
+            whole(users).map_err(|problem| {
+                quantity_rejection(name.to_string(), resource, users, problem)
+            })?,
+            false,
+        ),
+        None => {
+            let count = match count {
+                DeviceCount::PerContainer(n) => n,
+                DeviceCount::PerGpu(per_gpu) => {
+                    per_gpu
+                        .devices_for(gpus)
+                        .ok_or_else(|| Rejection::Overflow {
+                            container: name.to_string(),
+                            resource: resource.to_string(),
+                            gpus,
+                            per_gpu,
+                        })?
+                }
+            };
+            if count == 0 {
+                return Ok((false, 0));
+            }
+            (render_string(&count.to_string()), count, true)
+        }
+    };
+    let resources = object_entry(container, "resources")?;
+    let mut copied = false;
+    for side in ["requests", "limits"] {
+        let quantities = object_entry(resources, side).map_err(|e| e.within("resources"))?;
+        copied |= set_if_absent(quantities, resource, || value.clone());
+    }
+    Ok((changed || copied, count))
+}
+
+/// `requests.cpu` for a container that sets no cpu at all. With a cpu limit the API server has
+/// already defaulted the request to it, and a fixed request above a smaller limit is refused.
+pub(super) fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Rejection> {
+    if requested(container, "cpu")?.is_some() {
+        return Ok(false);
+    }
+    let resources = object_entry(container, "resources")?;
+    let requests = object_entry(resources, "requests").map_err(|e| e.within("resources"))?;
+    Ok(set_if_absent(requests, "cpu", || render_string(cpu)))
+}
+
+/// `allowPrivilegeEscalation: false` and a `RuntimeDefault` seccomp profile, only where the API
+/// server accepts them and the user has not chosen otherwise (behaviour.md §5). `adding` are the
+/// capabilities the profile adds to the container.
+pub(super) fn harden(
+    container: &mut Object<'_>,
+    seccomp_set: bool,
+    adding: &[Cow<'_, str>],
+) -> Result<bool, Rejection> {
+    let sys_admin = added_capabilities(container)?
+        .iter()
+        .filter_map(Text::as_str)
+        .chain(adding.iter().map(|c| c.as_ref()))
+        .any(|c| same_capability(c, "SYS_ADMIN"));
+    let security = object_entry(container, "securityContext")?;
+    let privileged = security
+        .get("privileged")
+        .and_then(Node::raw)
+        .map(RawValue::get)
+        == Some("true");
+    let mut changed = false;
+    if !privileged && !sys_admin {
+        changed |= set_if_absent(security, "allowPrivilegeEscalation", || "false".into());
+    }
+    if !seccomp_set {
+        changed |= set_if_absent(security, "seccompProfile", || {
+            r#"{"type":"RuntimeDefault"}"#.into()
+        });
+    }
+    Ok(changed)
+}
