@@ -6,11 +6,12 @@
 //! pass, only the trigger's inputs of the pod and the settings onto a [`tape`]; [`trigger`]
 //! decides from the settings' trigger and owner keys alone. For a pod the policy acts on,
 //! [`settings`] reads the rest of the settings into a [`settings::Config`] naming one cloud of
-//! [`clouds`], which gives its injection as a [`profile::Profile`] (data); [`placement`] reads
-//! where the pod may run; [`view`] reads the pod a second time, parsing only what the merge
-//! touches, and stops there; [`engine`] merges the profile into it with the operations of
-//! [`merge`]; and the answer is the pod's own text with the additions spliced in. This file only
-//! registers the two calls with the waPC host.
+//! [`clouds`]; [`view`] reads the pod a second time, parsing only what the merge touches, and
+//! stops there; [`machine`] reads the machine the pod names, whose row and fabric decide the
+//! injection, a [`profile::Profile`] (data: the fabric's table under the settings' layers);
+//! [`placement`] the device counts; [`engine`] merges the profile into the pod with the
+//! operations of [`merge`]; and the answer is the pod's own text with the additions spliced in.
+//! This file only registers the two calls with the waPC host.
 //!
 //! JSON is held four ways, each where it pays:
 //!

@@ -37,7 +37,7 @@ pub fn expect_read(parent: &Object<'_>, key: &str, read: Read) {
     };
     debug_assert_eq!(
         parsed, read,
-        "the engine reads `{key}` as {read:?}, but the view's shape reads it as {parsed:?}: change the shape in engine.rs"
+        "the engine reads `{key}` as {read:?}, but the view's shape reads it as {parsed:?}: change the shape in engine/mod.rs"
     );
 }
 
