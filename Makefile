@@ -4,7 +4,7 @@
 WASM_TARGET := wasm32-wasip1
 CRATE       := multinode_networking_policy
 MODULE      := target/$(WASM_TARGET)/release/$(CRATE).wasm
-SOURCES     := $(wildcard src/*.rs src/*/*.rs) Cargo.toml Cargo.lock
+SOURCES     := $(wildcard src/*.rs src/*/*.rs src/*/*/*.rs) Cargo.toml Cargo.lock
 PUBLISHER   := $(wildcard publish/src/*.rs) publish/Cargo.toml
 CARGO       ?= cargo
 CLOUD       ?= aws

@@ -74,8 +74,8 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     match trigger::decide(&pod.0.0, &common) {
         Decision::Pass => accept(Vec::new()),
         Decision::PassWithWarning(warning) => accept(vec![warning]),
-        Decision::Inject => match Config::from_tape(settings, common) {
-            Ok(config) => inject(text, &config),
+        Decision::Inject(warning) => match Config::from_tape(settings, common) {
+            Ok(config) => inject(text, &config, warning),
             Err(e) => reject(invalid(e)),
         },
     }
@@ -87,12 +87,16 @@ fn invalid(error: SettingsError) -> String {
 
 /// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
 /// and writes, from which the answer is written with the pod's own text for everything else.
-fn inject(payload: &str, config: &Config<'_>) -> Verdict {
+fn inject(payload: &str, config: &Config<'_>, warning: Option<String>) -> Verdict {
     let mut pod = match view::read_object(payload, &engine::POD) {
         Ok(pod) => pod,
         Err(rejection) => return reject(rejection.to_string()),
     };
-    match engine::inject(&mut pod, config) {
+    let outcome = engine::inject(&mut pod, config).map(|mut outcome| {
+        outcome.warnings.splice(0..0, warning);
+        outcome
+    });
+    match outcome {
         Ok(Outcome {
             changed: true,
             warnings,

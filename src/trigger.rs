@@ -10,8 +10,8 @@ pub enum Decision {
     Pass,
     /// Not ours, but the user probably meant it to be: accept unchanged and say why.
     PassWithWarning(String),
-    /// Opted in: read the pod and inject.
-    Inject,
+    /// Opted in: read the pod and inject, with a warning where the opt-out is a near miss.
+    Inject(Option<String>),
 }
 
 /// Whether `request` is a Pod CREATE; pods cannot be changed after creation, and a patch on
@@ -35,8 +35,27 @@ pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
         }
         _ => return Decision::Pass,
     }
+    // The opt-out wins over the trigger: a job controller sets the trigger on every worker, and
+    // a pod that brings its own wiring (an NCCL test, a debug pod) needs a way to stay untouched.
+    let opt_out = pod.annotation(&config.opt_out).and_then(|v| v.as_str());
+    let mut warning = None;
+    match opt_out {
+        Some("true") => {
+            return Decision::PassWithWarning(format!(
+                "multi-node networking not injected: annotation {} is \"true\", which keeps the policy off this pod",
+                config.opt_out
+            ));
+        }
+        Some(value) if near_miss(value) => {
+            warning = Some(format!(
+                "annotation {} is {value:?}; a pod is kept out of multi-node networking only when it is exactly \"true\"",
+                config.opt_out
+            ));
+        }
+        _ => {}
+    }
     if owner_matches(pod, config) {
-        Decision::Inject
+        Decision::Inject(warning)
     } else {
         let owner = pod
             .owners
@@ -101,6 +120,7 @@ mod tests {
     }
 
     const OPTED_IN: &str = "nmp.nvidia.com/enable-multi-node-networking";
+    const OPTED_OUT: &str = "nmp.nvidia.com/disable-multi-node-networking";
 
     #[test]
     fn volcano_pytorchjob_and_jobset_pods_are_ours() {
@@ -114,7 +134,7 @@ mod tests {
             let metadata = json!({"annotations": {OPTED_IN: "true"}, "ownerReferences": [{"apiVersion": api_version, "kind": kind}]});
             assert_eq!(
                 decide_on(metadata, &defaults),
-                Decision::Inject,
+                Decision::Inject(None),
                 "{api_version} {kind}"
             );
         }
@@ -163,14 +183,47 @@ mod tests {
         // Each condition may be met by a different owner.
         let split = json!({"annotations": {OPTED_IN: "true"}, "ownerReferences": [
             {"apiVersion": "apps/v1", "kind": "Job"}, {"apiVersion": "batch/v1", "kind": "CronJob"}]});
-        assert_eq!(decide_on(split, &defaults), Decision::Inject);
+        assert_eq!(decide_on(split, &defaults), Decision::Inject(None));
         let orphan = json!({"annotations": {OPTED_IN: "true"}});
         assert!(matches!(
             decide_on(orphan.clone(), &defaults),
             Decision::PassWithWarning(_)
         ));
         let anyone = config(json!({"ownerKinds": [], "ownerApiGroups": []}));
-        assert_eq!(decide_on(orphan, &anyone), Decision::Inject);
+        assert_eq!(decide_on(orphan, &anyone), Decision::Inject(None));
+    }
+
+    #[test]
+    fn the_opt_out_keeps_an_opted_in_pod_untouched() {
+        let defaults = config(json!({}));
+        let owner = json!([{"apiVersion": "batch/v1", "kind": "Job"}]);
+        let with = |value: &str| json!({"annotations": {OPTED_IN: "true", OPTED_OUT: value}, "ownerReferences": owner});
+        let Decision::PassWithWarning(warning) = decide_on(with("true"), &defaults) else {
+            panic!("opted out")
+        };
+        assert!(warning.contains(OPTED_OUT), "{warning}");
+        for near in ["True", "yes", " 1"] {
+            let Decision::Inject(Some(warning)) = decide_on(with(near), &defaults) else {
+                panic!("{near}: a near miss is wired as usual")
+            };
+            assert!(warning.contains(&format!("{near:?}")), "{warning}");
+        }
+        for other in ["false", "", "later"] {
+            assert_eq!(
+                decide_on(with(other), &defaults),
+                Decision::Inject(None),
+                "{other}"
+            );
+        }
+        // Without the trigger the opt-out changes nothing.
+        let alone = json!({"annotations": {OPTED_OUT: "true"}, "ownerReferences": owner});
+        assert_eq!(decide_on(alone, &defaults), Decision::Pass);
+        let custom = config(json!({"optOutAnnotation": "example.com/own-wiring"}));
+        let custom_out = json!({"annotations": {OPTED_IN: "true", "example.com/own-wiring": "true"}, "ownerReferences": owner});
+        assert!(matches!(
+            decide_on(custom_out, &custom),
+            Decision::PassWithWarning(_)
+        ));
     }
 
     #[test]
@@ -183,7 +236,7 @@ mod tests {
                 json!({"annotations": {"example.com/fast-net": "true"}}),
                 &custom
             ),
-            Decision::Inject
+            Decision::Inject(None)
         );
         assert_eq!(
             decide_on(json!({"annotations": {OPTED_IN: "true"}}), &custom),

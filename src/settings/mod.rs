@@ -28,6 +28,7 @@ use reader::Reader;
 use serde_json::value::RawValue;
 
 pub const DEFAULT_TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
+pub const DEFAULT_OPT_OUT: &str = "nmp.nvidia.com/disable-multi-node-networking";
 pub const DEFAULT_OWNER_KINDS: [&str; 5] = ["PyTorchJob", "MPIJob", "Job", "RunaiJob", "JobSet"];
 pub const DEFAULT_OWNER_GROUPS: [&str; 5] = [
     "batch.volcano.sh",
@@ -39,7 +40,12 @@ pub const DEFAULT_OWNER_GROUPS: [&str; 5] = [
 /// The extended resources a GPU is asked for by: NVIDIA's device plugin and AMD's GPU Operator.
 pub const DEFAULT_GPU_RESOURCES: [&str; 2] = ["nvidia.com/gpu", "amd.com/gpu"];
 const MAX_PER_GPU: u64 = 64;
-const COMMON_KEYS: [&str; 3] = ["triggerAnnotation", "ownerKinds", "ownerApiGroups"];
+const COMMON_KEYS: [&str; 4] = [
+    "triggerAnnotation",
+    "optOutAnnotation",
+    "ownerKinds",
+    "ownerApiGroups",
+];
 const GPU_RESOURCES: &str = "gpuResources";
 const INSTANCE_TYPES: &str = "instanceTypes";
 
@@ -58,6 +64,8 @@ pub struct Config<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Common<'a> {
     pub trigger: Cow<'a, str>,
+    /// The annotation whose `"true"` keeps an opted-in pod untouched.
+    pub opt_out: Cow<'a, str>,
     /// Empty means any owner kind, or none.
     pub owner_kinds: Vec<Cow<'a, str>>,
     /// Empty means any owner API group, or none.
@@ -340,14 +348,18 @@ fn cloud_names() -> String {
 }
 
 impl Reader {
-    /// `triggerAnnotation`, `ownerKinds`, `ownerApiGroups`.
+    /// `triggerAnnotation`, `optOutAnnotation`, `ownerKinds`, `ownerApiGroups`.
     fn common<'a>(&mut self, top: Value<'_, 'a>) -> Common<'a> {
-        let trigger = self.text(
-            &Path::Key(&Path::Root, "triggerAnnotation"),
-            top.get("triggerAnnotation"),
-            is_qualified_name,
-            "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)",
-        );
+        let mut annotation = |key| {
+            self.text(
+                &Path::Key(&Path::Root, key),
+                top.get(key),
+                is_qualified_name,
+                "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)",
+            )
+        };
+        let trigger = annotation("triggerAnnotation");
+        let opt_out = annotation("optOutAnnotation");
         let owner_kinds = self.list(
             "ownerKinds",
             top,
@@ -364,6 +376,7 @@ impl Reader {
         );
         Common {
             trigger: trigger.unwrap_or(Cow::Borrowed(DEFAULT_TRIGGER)),
+            opt_out: opt_out.unwrap_or(Cow::Borrowed(DEFAULT_OPT_OUT)),
             owner_kinds,
             owner_groups,
         }
