@@ -389,14 +389,23 @@ impl Reader {
             return default();
         };
         let path = &Path::Key(&Path::Root, GPU_RESOURCES);
-        self.strings(
-            path,
-            raw,
-            Some((1, 16)),
-            is_extended_resource,
-            "an extended resource name with a domain prefix, such as amd.com/gpu",
-        )
-        .unwrap_or_else(default)
+        let mut resources = self
+            .strings(
+                path,
+                raw,
+                Some((1, 16)),
+                is_extended_resource,
+                "an extended resource name with a domain prefix, such as amd.com/gpu",
+            )
+            .unwrap_or_else(default);
+        // A resource listed twice is one resource: its GPUs are counted once.
+        let mut seen = Vec::with_capacity(resources.len());
+        resources.retain(|r| {
+            let first = !seen.contains(r);
+            seen.push(r.clone());
+            first
+        });
+        resources
     }
 
     /// A cloud block: absent and `null` read as "not there".
@@ -775,6 +784,10 @@ mod tests {
         with(
             json!({"oci": {"enabled": true}, "gpuResources": ["amd.com/gpu"]}),
             |config| assert_eq!(config.gpu_resources, ["amd.com/gpu"]),
+        );
+        with(
+            json!({"oci": {"enabled": true}, "gpuResources": ["amd.com/gpu", "x.io/gpu", "amd.com/gpu"]}),
+            |config| assert_eq!(config.gpu_resources, ["amd.com/gpu", "x.io/gpu"]),
         );
         assert!(
             errors(json!({"oci": {"enabled": true}, "gpuResources": ["gpu"]}))
