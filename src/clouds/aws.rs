@@ -46,6 +46,10 @@ const EFA_FABRIC: Fabric = Fabric {
     ],
     exclusive: &[],
     profile,
+    // aws-ofi-nccl registers "Libfabric" and takes the name "AWS Libfabric" when NCCL_NET asks
+    // for it; versions up to 1.11.0 register "AWS Libfabric" (aws/aws-ofi-nccl
+    // `src/nccl_ofi_interface_nvidia.cpp`, 2026-04-30): this name matches both.
+    transport: Some("AWS Libfabric"),
 };
 
 /// EFA interfaces per instance; the EFA device plugin advertises one `vpc.amazonaws.com/efa` per

@@ -51,6 +51,8 @@ const INFINIBAND: Fabric = Fabric {
     // A count per GPU and a count per container are two device plugins' ways of counting.
     exclusive: &[("rdmaDevicesPerGPU", "rdmaDevicesPerContainer")],
     profile,
+    // NCCL's own InfiniBand transport (NVIDIA/nccl `src/transport/net_ib/common.cc`).
+    transport: Some("IB"),
 };
 
 /// The SR-IOV device plugin of Azure/aks-rdma-infiniband advertises `rdma/ib`, one unit per

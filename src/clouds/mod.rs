@@ -49,6 +49,10 @@ pub struct Fabric {
     pub exclusive: &'static [(&'static str, &'static str)],
     /// The injection with every key at its default (behaviour.md §3).
     pub profile: fn() -> Profile<'static>,
+    /// The name its NCCL network plugin registers: the `NCCL_NET` that `pinTransport` sets. NCCL
+    /// compares it case-insensitively with each plugin's and fails at init when none matches
+    /// (NVIDIA/nccl `src/plugin/net.cc`, `ncclNetInit`).
+    pub transport: Option<&'static str>,
 }
 
 /// A machine (instance type) the cloud's vendor documents: a built-in instance row.

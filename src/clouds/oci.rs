@@ -45,6 +45,8 @@ const SRIOV: Fabric = Fabric {
     ],
     exclusive: &[],
     profile,
+    // NCCL's own InfiniBand transport (NVIDIA/nccl `src/transport/net_ib/common.cc`).
+    transport: Some("IB"),
 };
 
 /// One virtual function per RDMA physical function: 16 on the dual-port shapes, 8 on the

@@ -20,6 +20,7 @@ const ENABLED: &str = "enabled";
 const FABRIC: &str = "fabric";
 const ENV: &str = "env";
 const CAPABILITIES: &str = "capabilities";
+const PIN_TRANSPORT: &str = "pinTransport";
 const DEVICES_PER_NODE: &str = "devicesPerNode";
 const GPUS_PER_NODE: &str = "gpusPerNode";
 const MAX_DEVICES_PER_NODE: u64 = 1024;
@@ -45,7 +46,7 @@ impl Reader {
         }
         allowed.extend(cloud.own_keys().iter().map(|k| k.name));
         allowed.extend(cloud.fabrics.iter().filter_map(|f| f.block));
-        allowed.extend([ENV, CAPABILITIES]);
+        allowed.extend([ENV, CAPABILITIES, PIN_TRANSPORT]);
         if place == Place::Cloud {
             allowed.push(INSTANCE_TYPES);
         }
@@ -79,6 +80,7 @@ impl Reader {
                 Some(raw) => self.capabilities(&Path::Key(path, CAPABILITIES), raw),
                 None => Vec::new(),
             },
+            pin_transport: self.switch(path, block, PIN_TRANSPORT),
             ..Overlay::default()
         };
         for fabric in cloud.fabrics.iter().copied() {

@@ -19,7 +19,7 @@ use crate::clouds::{self, Cloud, Fabric, Machine};
 use crate::error::Path;
 use crate::k8s_names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
 use crate::lenient::read;
-use crate::profile::Profile;
+use crate::profile::{EnvVar, Profile};
 use crate::ratio::Ratio;
 use crate::tape::{JsonType, Tape, Value};
 use block::Place;
@@ -48,6 +48,9 @@ const COMMON_KEYS: [&str; 4] = [
 ];
 const GPU_RESOURCES: &str = "gpuResources";
 const INSTANCE_TYPES: &str = "instanceTypes";
+/// NCCL's choice of network plugin: with it set, NCCL fails at init when that plugin cannot load,
+/// instead of running over sockets.
+const NCCL_NET: &str = "NCCL_NET";
 
 /// Validated settings: what the rest of the policy works from.
 #[derive(Debug, Clone)]
@@ -133,6 +136,17 @@ impl<'a> CloudSettings<'a> {
     /// row (behaviour.md §1.2, §1.3, §3.6).
     pub fn profile(&self, fabric: &'static Fabric, machine: &Overlay<'a>) -> Profile<'a> {
         let mut profile = (fabric.profile)();
+        // Pinned before the layers' env, so that an `NCCL_NET` of the settings wins.
+        let pin = machine.pin_transport.or(self.overlay.pin_transport);
+        if let (Some(true), Some(transport)) = (pin, fabric.transport) {
+            let present = profile.env.iter().any(|e| e.name == NCCL_NET);
+            if !present {
+                profile.env.push(EnvVar::new(
+                    Cow::Borrowed(NCCL_NET),
+                    Cow::Borrowed(transport),
+                ));
+            }
+        }
         self.overlay.apply(fabric, &mut profile);
         machine.apply(fabric, &mut profile);
         profile
@@ -563,7 +577,7 @@ mod tests {
     fn a_misspelt_key_is_named_with_the_right_spelling() {
         assert_eq!(
             errors(json!({"aws": {"enabled": true, "efaDevicesPerGpu": 4}})),
-            "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities, instanceTypes"
+            "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities, pinTransport, instanceTypes"
         );
         assert!(
             errors(json!({"gcp": {"enabled": true}, "tigger": "x"}))
@@ -572,7 +586,7 @@ mod tests {
         // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
         assert_eq!(
             errors(json!({"gcp": {"enabled": true, "network": []}})),
-            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, tcpx, rdma, env, capabilities, instanceTypes"
+            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
         );
     }
 
@@ -726,7 +740,7 @@ mod tests {
             "bad type!": {"devicesPerNode": 1, "gpusPerNode": 1}
         }}}));
         for part in [
-            "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities",
+            "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities, pinTransport",
             "aws.instanceTypes[p5.48xlarge].devicesPerNode: must be a whole number from 0 to 1024, got 1025",
             "aws.instanceTypes[p5.48xlarge].gpusPerNode: must be a whole number from 1 to 64, got 0",
             "aws.instanceTypes[g6.48xlarge].gpusPerNode: missing; set the node's GPUs beside devicesPerNode",
@@ -773,6 +787,71 @@ mod tests {
         assert!(
             errors(json!({"gcp": {"enabled": true, "rdma": {"networks": []}}}))
                 .contains("gcp.rdma.networks: must have from 1 to 16 items, got 0")
+        );
+    }
+
+    #[test]
+    fn pin_transport_names_each_fabrics_plugin() {
+        let nccl_net = |settings: Value| {
+            let profile = profile_of(settings);
+            let net: Vec<_> = profile
+                .env
+                .iter()
+                .filter(|e| e.name == "NCCL_NET")
+                .collect();
+            assert!(net.len() <= 1);
+            net.first().map(|e| e.value.to_string())
+        };
+        for (settings, expected) in [
+            (
+                json!({"aws": {"enabled": true, "pinTransport": true}}),
+                Some("AWS Libfabric"),
+            ),
+            (
+                json!({"azure": {"enabled": true, "pinTransport": true}}),
+                Some("IB"),
+            ),
+            (
+                json!({"oci": {"enabled": true, "pinTransport": true}}),
+                Some("IB"),
+            ),
+            (
+                json!({"gcp": {"enabled": true, "pinTransport": true}}),
+                Some("FasTrak"),
+            ),
+            (
+                json!({"gcp": {"enabled": true, "fabric": "tcpx", "pinTransport": true}}),
+                Some("GPUDirectTCPX_v7"),
+            ),
+            // gIB's values set it anyway.
+            (
+                json!({"gcp": {"enabled": true, "fabric": "rdma"}}),
+                Some("gIB"),
+            ),
+            (json!({"aws": {"enabled": true}}), None),
+            (
+                json!({"aws": {"enabled": true, "pinTransport": false}}),
+                None,
+            ),
+            // The settings' env wins: a value, or null for none.
+            (
+                json!({"aws": {"enabled": true, "pinTransport": true, "env": {"NCCL_NET": "OFI"}}}),
+                Some("OFI"),
+            ),
+            (
+                json!({"oci": {"enabled": true, "pinTransport": true, "env": {"NCCL_NET": null}}}),
+                None,
+            ),
+        ] {
+            assert_eq!(
+                nccl_net(settings.clone()).as_deref(),
+                expected,
+                "{settings}"
+            );
+        }
+        assert_eq!(
+            errors(json!({"aws": {"enabled": true, "pinTransport": "yes"}})),
+            "aws.pinTransport: must be true or false, got \"yes\""
         );
     }
 

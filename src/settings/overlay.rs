@@ -19,6 +19,8 @@ pub struct Overlay<'a> {
     /// The `env` of each fabric's own block, sorted likewise.
     pub fabric_env: Vec<(&'static Fabric, Vec<EnvChange<'a>>)>,
     pub capabilities: Vec<Cow<'a, str>>,
+    /// `pinTransport`: set `NCCL_NET` to the fabric's NCCL plugin.
+    pub pin_transport: Option<bool>,
 }
 
 /// One key of one fabric, set.
@@ -92,6 +94,7 @@ impl<'a> Overlay<'a> {
         }
         Overlay {
             fabric: self.fabric.or(base.fabric),
+            pin_transport: self.pin_transport.or(base.pin_transport),
             set,
             env: merged(self.env, base.env),
             fabric_env,
@@ -110,6 +113,9 @@ impl<'a> Overlay<'a> {
             fabric: first
                 .fabric
                 .filter(|fabric| everywhere(&|o| o.fabric == Some(*fabric))),
+            pin_transport: first
+                .pin_transport
+                .filter(|pin| everywhere(&|o| o.pin_transport == Some(*pin))),
             set: first
                 .set
                 .iter()

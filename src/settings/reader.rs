@@ -69,19 +69,27 @@ impl Reader {
     }
 
     pub(super) fn enabled(&mut self, path: &Path<'_>, block: Value<'_, '_>) -> bool {
-        let Some(raw) = block.get("enabled") else {
-            return false;
-        };
+        self.switch(path, block, "enabled").unwrap_or(false)
+    }
+
+    /// `true` or `false` under `key`; `None` when absent or `null`, or wrong.
+    pub(super) fn switch(
+        &mut self,
+        path: &Path<'_>,
+        block: Value<'_, '_>,
+        key: &str,
+    ) -> Option<bool> {
+        let raw = block.get(key)?;
         match raw.as_bool() {
-            Some(on) => on,
-            None if raw.is_null() => false,
+            Some(on) => Some(on),
+            None if raw.is_null() => None,
             None => {
                 self.errors.push(format!(
                     "{}: must be true or false, got {}",
-                    Path::Key(path, "enabled"),
+                    Path::Key(path, key),
                     show(raw)
                 ));
-                false
+                None
             }
         }
     }

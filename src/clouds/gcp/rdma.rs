@@ -25,6 +25,8 @@ pub const RDMA: Fabric = Fabric {
     }],
     exclusive: &[],
     profile,
+    // Google's values set NCCL_NET=gIB already.
+    transport: None,
 };
 
 /// Google's pods `source /usr/local/gib/scripts/set_nccl_env.sh`, which ships in the plugin and

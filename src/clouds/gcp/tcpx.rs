@@ -45,6 +45,9 @@ pub const TCPX: Fabric = Fabric {
     ],
     exclusive: &[],
     profile,
+    // google/nccl-plugin-gpudirecttcpx `src/nccl_plugin.cc` (2024-07-22, the newest public
+    // source; whether the v3.1.x installers' binaries keep this name is not published).
+    transport: Some("GPUDirectTCPX_v7"),
 };
 
 /// `nccl-config.yaml`'s list, in its order, but for its first item (`LD_LIBRARY_PATH`), which the

@@ -44,6 +44,9 @@ pub const TCPXO: Fabric = Fabric {
     ],
     exclusive: &[],
     profile,
+    // google/nccl-plugin-gpudirect-tcpxo `tcpdirect_plugin/fastrak_offload/fastrak_plugin.cc`
+    // (2026-03-10).
+    transport: Some("FasTrak"),
 };
 
 const ENV: &[EnvVar<'static>] = &[
