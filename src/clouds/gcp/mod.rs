@@ -12,7 +12,8 @@ mod tcpxo;
 
 use std::borrow::Cow;
 
-use super::{Accelerator, Cloud, Machine, Param};
+use super::{Accelerator, Cloud, Key, Kind, Machine, Param};
+use crate::k8s_names::{is_dns1123_subdomain, is_image_reference};
 use crate::profile::Profile;
 
 pub const GCP: Cloud = Cloud {
@@ -96,6 +97,51 @@ const ACCELERATORS: &[Accelerator] = &[
 ];
 
 const NETWORK_NAME: &str = "a GKE network name (lowercase letters, digits, '-' and '.')";
+
+/// `networks`: exactly `n` GKE networks, one a NIC.
+const fn networks(n: usize) -> Key {
+    Key {
+        name: "networks",
+        kind: Kind::Texts {
+            len: Some((n, n)),
+            valid: is_dns1123_subdomain,
+            what: NETWORK_NAME,
+        },
+        apply: set_networks,
+    }
+}
+
+/// `daemonImage`: the daemon sidecar's image.
+const DAEMON_IMAGE: Key = Key {
+    name: "daemonImage",
+    kind: Kind::Text {
+        valid: is_image_reference,
+        what: "an image reference without blanks",
+    },
+    apply: set_daemon_image,
+};
+
+/// `devices.gke.io/container.<daemon>`: the devices a daemon sees, one `- path:` line each, each
+/// ending in a newline: the 8 GPUs, `nvidiactl`, `nvidia-uvm`, then the lines given.
+macro_rules! daemon_devices {
+    ($($more:literal),*) => {
+        concat!(
+            "- path: /dev/nvidia0\n",
+            "- path: /dev/nvidia1\n",
+            "- path: /dev/nvidia2\n",
+            "- path: /dev/nvidia3\n",
+            "- path: /dev/nvidia4\n",
+            "- path: /dev/nvidia5\n",
+            "- path: /dev/nvidia6\n",
+            "- path: /dev/nvidia7\n",
+            "- path: /dev/nvidiactl\n",
+            "- path: /dev/nvidia-uvm\n",
+            $($more),*
+        )
+    };
+}
+use daemon_devices;
+
 const DEFAULT_INTERFACE: (&str, Cow<'static, str>) =
     ("networking.gke.io/default-interface", Cow::Borrowed("eth0"));
 

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::{DEFAULT_INTERFACE, NETWORK_NAME, set_networks};
+use super::{DEFAULT_INTERFACE, NETWORK_NAME, networks};
 use crate::clouds::{Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::k8s_names::is_dns1123_subdomain;
 use crate::profile::{EnvVar, Interfaces, Mount, Profile, Volume, WholeNode, mount, var};
@@ -15,13 +15,12 @@ pub const RDMA: Fabric = Fabric {
     name: "rdma",
     block: Some("rdma"),
     keys: &[Key {
-        name: "networks",
         kind: Kind::Texts {
             len: Some((1, 16)),
             valid: is_dns1123_subdomain,
             what: NETWORK_NAME,
         },
-        apply: set_networks,
+        ..networks(1)
     }],
     exclusive: &[],
     profile,

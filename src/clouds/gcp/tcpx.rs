@@ -5,9 +5,9 @@
 
 use std::borrow::Cow;
 
-use super::{DEFAULT_INTERFACE, NETWORK_NAME, set_daemon_image, set_networks};
+use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
-use crate::k8s_names::{is_argv_item, is_dns1123_subdomain, is_image_reference};
+use crate::k8s_names::is_argv_item;
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var,
 };
@@ -16,23 +16,8 @@ pub const TCPX: Fabric = Fabric {
     name: "tcpx",
     block: Some("tcpx"),
     keys: &[
-        Key {
-            name: "networks",
-            kind: Kind::Texts {
-                len: Some((4, 4)),
-                valid: is_dns1123_subdomain,
-                what: NETWORK_NAME,
-            },
-            apply: set_networks,
-        },
-        Key {
-            name: "daemonImage",
-            kind: Kind::Text {
-                valid: is_image_reference,
-                what: "an image reference without blanks",
-            },
-            apply: set_daemon_image,
-        },
+        networks(4),
+        DAEMON_IMAGE,
         Key {
             name: "daemonFlags",
             kind: Kind::Texts {
@@ -152,21 +137,7 @@ fn profile() -> Profile<'static> {
             mounts: DAEMON_MOUNTS,
         }),
         annotations: vec![
-            (
-                DEVICES_ANNOTATION,
-                Cow::Borrowed(concat!(
-                    "- path: /dev/nvidia0\n",
-                    "- path: /dev/nvidia1\n",
-                    "- path: /dev/nvidia2\n",
-                    "- path: /dev/nvidia3\n",
-                    "- path: /dev/nvidia4\n",
-                    "- path: /dev/nvidia5\n",
-                    "- path: /dev/nvidia6\n",
-                    "- path: /dev/nvidia7\n",
-                    "- path: /dev/nvidiactl\n",
-                    "- path: /dev/nvidia-uvm\n",
-                )),
-            ),
+            (DEVICES_ANNOTATION, Cow::Borrowed(daemon_devices!())),
             DEFAULT_INTERFACE,
         ],
         interfaces: Some(Interfaces {

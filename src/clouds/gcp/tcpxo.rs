@@ -4,9 +4,8 @@
 
 use std::borrow::Cow;
 
-use super::{DEFAULT_INTERFACE, NETWORK_NAME, set_daemon_image, set_networks};
+use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
-use crate::k8s_names::{is_dns1123_subdomain, is_image_reference};
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var,
 };
@@ -15,23 +14,8 @@ pub const TCPXO: Fabric = Fabric {
     name: "tcpxo",
     block: None,
     keys: &[
-        Key {
-            name: "networks",
-            kind: Kind::Texts {
-                len: Some((8, 8)),
-                valid: is_dns1123_subdomain,
-                what: NETWORK_NAME,
-            },
-            apply: set_networks,
-        },
-        Key {
-            name: "daemonImage",
-            kind: Kind::Text {
-                valid: is_image_reference,
-                what: "an image reference without blanks",
-            },
-            apply: set_daemon_image,
-        },
+        networks(8),
+        DAEMON_IMAGE,
         Key {
             name: "daemonFlags",
             kind: Kind::Texts {
@@ -149,19 +133,7 @@ fn profile() -> Profile<'static> {
         annotations: vec![
             (
                 DEVICES_ANNOTATION,
-                Cow::Borrowed(concat!(
-                    "- path: /dev/nvidia0\n",
-                    "- path: /dev/nvidia1\n",
-                    "- path: /dev/nvidia2\n",
-                    "- path: /dev/nvidia3\n",
-                    "- path: /dev/nvidia4\n",
-                    "- path: /dev/nvidia5\n",
-                    "- path: /dev/nvidia6\n",
-                    "- path: /dev/nvidia7\n",
-                    "- path: /dev/nvidiactl\n",
-                    "- path: /dev/nvidia-uvm\n",
-                    "- path: /dev/dmabuf_import_helper\n",
-                )),
+                Cow::Borrowed(daemon_devices!("- path: /dev/dmabuf_import_helper\n")),
             ),
             DEFAULT_INTERFACE,
         ],
