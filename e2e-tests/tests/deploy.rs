@@ -240,8 +240,24 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
     }
 }
 
+/// The vendor files of a cloud: `<cloud>.yaml`, and `<cloud>-<fabric>.yaml` where the cloud has
+/// several fabrics (`gcp-rdma.yaml`, `gcp-tcpx.yaml`).
+fn vendor_files(root: &Path, cloud: &str) -> Vec<String> {
+    let mut files: Vec<String> = yaml_files(&root.join("examples/settings/vendor"))
+        .iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            let stem = name.strip_suffix(".yaml")?;
+            (stem == cloud || stem.starts_with(&format!("{cloud}-")))
+                .then(|| format!("examples/settings/vendor/{name}"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// deploy/README.md tells users to put a vendor file under `spec.settings` instead of the
-/// chart's values: every policy manifest must still hold with it.
+/// chart's values: every policy manifest must still hold with each of its cloud's.
 #[test]
 fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
     let expected = expected();
@@ -250,21 +266,33 @@ fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
     let root = repo_root();
     let mut failures = Vec::new();
     let mut tried = 0;
+    let mut manifests = 0;
     for (Document { file, value }, kind) in policy_documents(&documents) {
         let Some(cloud) = cloud_of(file) else {
             continue;
         };
-        let vendor = format!("examples/settings/vendor/{cloud}.yaml");
-        let settings = yaml(&root.join(&vendor));
-        tried += 1;
-        for problem in policy_problems(&instance, &expected, file, value, &settings) {
-            failures.push(format!("{file} ({kind}) with {vendor}: {problem}"));
+        manifests += 1;
+        let vendors = vendor_files(&root, cloud);
+        assert!(
+            vendors.contains(&format!("examples/settings/vendor/{cloud}.yaml")),
+            "no examples/settings/vendor/{cloud}.yaml"
+        );
+        for vendor in vendors {
+            let settings = yaml(&root.join(&vendor));
+            tried += 1;
+            for problem in policy_problems(&instance, &expected, file, value, &settings) {
+                failures.push(format!("{file} ({kind}) with {vendor}: {problem}"));
+            }
         }
     }
     assert_eq!(
-        tried,
+        manifests,
         2 * CLOUDS.len(),
         "one AdmissionPolicy and one ClusterAdmissionPolicy per cloud"
+    );
+    assert!(
+        tried >= 2 * (CLOUDS.len() + 2),
+        "the GCP fabric files gcp-rdma.yaml and gcp-tcpx.yaml were not found ({tried} tried)"
     );
     assert!(
         failures.is_empty(),
