@@ -21,6 +21,7 @@ pub const AWS: Cloud = Cloud {
 const EFA_FABRIC: Fabric = Fabric {
     name: "efa",
     block: None,
+    env_block: None,
     keys: &[
         Key {
             name: "efaDevicesPerGPU",

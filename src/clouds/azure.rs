@@ -20,6 +20,7 @@ pub const AZURE: Cloud = Cloud {
 const INFINIBAND: Fabric = Fabric {
     name: "infiniband",
     block: None,
+    env_block: None,
     keys: &[
         Key {
             name: "rdmaDevicesPerGPU",

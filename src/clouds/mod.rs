@@ -43,6 +43,9 @@ pub struct Fabric {
     /// The settings block of its keys under the cloud's: `None` for the cloud's block itself
     /// (the chart's keys, where a cloud had one fabric).
     pub block: Option<&'static str>,
+    /// Where its keys are the cloud block's, a block of its own for its `env` only: for what the
+    /// cloud's other fabrics must not get (GCP's `gcp.tcpxo`).
+    pub env_block: Option<&'static str>,
     /// Its own keys, besides `env` (and, in the cloud's block, those every block has).
     pub keys: &'static [Key],
     /// Keys that cannot be set together.

@@ -20,6 +20,7 @@ pub const OCI: Cloud = Cloud {
 const SRIOV: Fabric = Fabric {
     name: "sriov",
     block: None,
+    env_block: None,
     keys: &[
         Key {
             name: "rdmaDevicesPerGPU",

@@ -45,7 +45,7 @@ impl Reader {
             allowed.push(FABRIC);
         }
         allowed.extend(cloud.own_keys().iter().map(|k| k.name));
-        allowed.extend(cloud.fabrics.iter().filter_map(|f| f.block));
+        allowed.extend(cloud.fabrics.iter().filter_map(|f| f.block.or(f.env_block)));
         allowed.extend([ENV, CAPABILITIES, PIN_TRANSPORT]);
         if place == Place::Cloud {
             allowed.push(INSTANCE_TYPES);
@@ -84,30 +84,39 @@ impl Reader {
             ..Overlay::default()
         };
         for fabric in cloud.fabrics.iter().copied() {
-            match fabric.block {
-                None => self.keys(fabric, path, block, &mut overlay.set),
-                Some(name) => {
-                    let Some(raw) = block.get(name) else {
-                        continue;
-                    };
-                    let at = &Path::Key(path, name);
-                    let must_be = &"an object of the fabric's keys";
-                    let Some(inner) = self.of_type(at, raw, JsonType::Object, must_be) else {
-                        continue;
-                    };
-                    let mut allowed: Vec<&str> = fabric.keys.iter().map(|k| k.name).collect();
-                    allowed.push(ENV);
-                    for (key, _) in inner.members() {
-                        if !allowed.contains(&key.as_ref()) {
-                            self.unknown_key(at, key, &allowed);
-                        }
-                    }
-                    self.keys(fabric, at, inner, &mut overlay.set);
-                    if let Some(raw) = inner.get(ENV) {
-                        let env = self.env(&Path::Key(at, ENV), raw);
-                        overlay.fabric_env.push((fabric, env));
-                    }
+            if fabric.block.is_none() {
+                self.keys(fabric, path, block, &mut overlay.set);
+            }
+            // The fabric's own block: its keys where they are not the cloud block's, and its env.
+            let Some(name) = fabric.block.or(fabric.env_block) else {
+                continue;
+            };
+            let Some(raw) = block.get(name) else {
+                continue;
+            };
+            let at = &Path::Key(path, name);
+            let must_be = &"an object of the fabric's keys";
+            let Some(inner) = self.of_type(at, raw, JsonType::Object, must_be) else {
+                continue;
+            };
+            let own_keys = if fabric.block.is_some() {
+                fabric.keys
+            } else {
+                &[]
+            };
+            let mut allowed: Vec<&str> = own_keys.iter().map(|k| k.name).collect();
+            allowed.push(ENV);
+            for (key, _) in inner.members() {
+                if !allowed.contains(&key.as_ref()) {
+                    self.unknown_key(at, key, &allowed);
                 }
+            }
+            if fabric.block.is_some() {
+                self.keys(fabric, at, inner, &mut overlay.set);
+            }
+            if let Some(raw) = inner.get(ENV) {
+                let env = self.env(&Path::Key(at, ENV), raw);
+                overlay.fabric_env.push((fabric, env));
             }
         }
         overlay

@@ -586,7 +586,7 @@ mod tests {
         // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
         assert_eq!(
             errors(json!({"gcp": {"enabled": true, "network": []}})),
-            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
+            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
         );
     }
 

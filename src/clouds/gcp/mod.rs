@@ -57,7 +57,7 @@ const MACHINES: &[Machine] = &[
     // `gpudirect-rdma/nccl-test-a4x-max.yaml`, 2026-03-19, carries no network annotation).
     Machine::new("a4x-maxgpu-4g-metal", 4, 8)
         .nvlink()
-        .dra_only("an A4X Max node gets its RDMA NICs only through GKE managed DRANET (DeviceClass mrdma.google.com): give the pod a resource claim for them"),
+        .dra_only("an A4X Max node gets its RDMA NICs only through GKE managed DRANET (DeviceClass mrdma.google.com), which the pod's own resource claims must request"),
 ];
 
 /// `cloud.google.com/gke-accelerator` values (CEA `gpudirect-rdma/` and `gpudirect-tcpx/`

@@ -14,6 +14,7 @@ use crate::profile::{EnvVar, Interfaces, Mount, Profile, Volume, WholeNode, moun
 pub const RDMA: Fabric = Fabric {
     name: "rdma",
     block: Some("rdma"),
+    env_block: None,
     keys: &[Key {
         kind: Kind::Texts {
             len: Some((1, 16)),

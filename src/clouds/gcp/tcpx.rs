@@ -15,6 +15,7 @@ use crate::profile::{
 pub const TCPX: Fabric = Fabric {
     name: "tcpx",
     block: Some("tcpx"),
+    env_block: None,
     keys: &[
         networks(4),
         DAEMON_IMAGE,

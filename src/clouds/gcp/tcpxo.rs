@@ -13,6 +13,9 @@ use crate::profile::{
 pub const TCPXO: Fabric = Fabric {
     name: "tcpxo",
     block: None,
+    // `gcp.env` reaches every GCP fabric; Google's TCPXO profile changes values the other
+    // fabrics must keep.
+    env_block: Some("tcpxo"),
     keys: &[
         networks(8),
         DAEMON_IMAGE,
