@@ -1945,14 +1945,14 @@ fn added_fabric(before: &Value, after: &Value) -> Option<&'static str> {
             return Some(fabric);
         }
     }
+    // TCPXO's daemon is not added where the pod has a container of its name: the interfaces
+    // tell the fabrics apart then, RDMA's NICs starting at eth2, the others' at eth1.
     let key = "/metadata/annotations/networking.gke.io~1interfaces";
     let interfaces = after
         .pointer(key)
         .filter(|_| before.pointer(key).is_none())?;
-    interfaces
-        .as_str()?
-        .contains(r#""interfaceName":"eth2""#)
-        .then_some("mutated: RDMA")
+    let list: Vec<Value> = serde_json::from_str(interfaces.as_str()?).ok()?;
+    (list.get(1)?["interfaceName"] == "eth2").then_some("mutated: RDMA")
 }
 
 /// The networks GKE's interfaces annotation names after `eth0`, in order, if it is a list of
