@@ -193,6 +193,7 @@ fuzz: fuzz-tools fuzz-corpus
 	@set -e; for target in $(FUZZ_TARGETS); do \
 		echo "== fuzz $$target"; \
 		cargo +nightly fuzz run --fuzz-dir fuzz $(FUZZ_FLAGS) $$target fuzz/corpus/$$target -- \
+			-dict=fuzz/policy.dict \
 			$(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_TIME)) -print_final_stats=1; \
 	done
 

@@ -45,6 +45,7 @@ const CONTAINER_NAMES: &[&str] = &[
     "main",
     "logger",
     "tcpxo-daemon",
+    "tcpx-daemon",
     "istio-proxy",
     "init",
     "setup",
@@ -63,6 +64,11 @@ const ENV_NAMES: &[&str] = &[
     "VC_TASK_INDEX",
     "POD_IP",
     "WORLD_SIZE",
+    // GCP's TCPX and RDMA fabrics, the AMD rows.
+    "NCCL_NET",
+    "NCCL_TUNER_CONFIG_PATH",
+    "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+    "RCCL_MSCCL_ENABLE",
 ];
 /// Mount paths: the clouds' own and others.
 const MOUNT_PATHS: &[&str] = &[
@@ -72,6 +78,8 @@ const MOUNT_PATHS: &[&str] = &[
     "/usr/local/nvidia",
     "/opt/amazon-efa-ofi",
     "/dev/aperture_devices",
+    "/usr/local/gib",
+    "/tmp",
     "/data",
     "/workspace",
     "/var/run/secrets/kubernetes.io/serviceaccount",
@@ -86,6 +94,10 @@ const OUR_VOLUMES: &[&str] = &[
     "nvtcpxo-proc-sys",
     "nvtcpxo-libraries",
     "nvtcpxo-aperture-devices",
+    "nvtcpx-socket",
+    "nvtcpx-libraries",
+    "nvrdma-libraries",
+    "nvrdma-gib",
 ];
 const USER_VOLUMES: &[&str] = &["data", "dshm", "kube-api-access-x7k2p", "config"];
 /// Volume sources, among them each of the clouds' own (some in the API server's defaulted form).
@@ -101,6 +113,8 @@ fn volume_sources() -> Vec<Value> {
         json!({"hostPath": {"path": "/proc/sys"}}),
         json!({"hostPath": {"path": "/home/kubernetes/bin/nvidia", "type": ""}}),
         json!({"hostPath": {"path": "/dev/aperture_devices"}}),
+        json!({"hostPath": {"path": "/home/kubernetes/bin/gib"}}),
+        json!({"hostPath": {"path": "/home/kubernetes/bin/nvidia"}}),
         json!({"configMap": {"name": "nccl-topo"}}),
         json!({"configMap": {"name": "nccl-topo", "defaultMode": 420}}),
         json!({"configMap": {"name": "nccl-topo-h100", "defaultMode": 420}}),
@@ -197,11 +211,21 @@ fn place(
     }
 }
 
-/// The GPU request of a container: none, zero, or 1 to 8 GPUs, in requests, limits or both.
-fn gpu_part() -> impl Strategy<Value = Option<(u8, Value, Value)>> {
+/// The GPU resources pods ask for: NVIDIA's, AMD's (counted by default, issue 16) and one that
+/// only settings naming it in `gpuResources` count.
+const GPU_RESOURCES: &[&str] = &["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/xe"];
+/// What `gpuResources` counts when the settings do not say (behaviour.md §1.3).
+const DEFAULT_GPU_RESOURCES: &[&str] = &["nvidia.com/gpu", "amd.com/gpu"];
+
+/// The GPU request of a container: none, zero, or 1 to 8 GPUs of one vendor's resource, in
+/// requests, limits or both.
+fn gpu_part() -> impl Strategy<Value = Option<(&'static str, u8, Value, Value)>> {
+    let resource = prop_oneof![6 => Just(GPU_RESOURCES[0]), 3 => Just(GPU_RESOURCES[1]), 1 => Just(GPU_RESOURCES[2])];
     prop_oneof![
-        5 => (1u64..=8).prop_flat_map(|n| (0u8..3, quantity_of(n), quantity_of(n))).prop_map(Some),
-        1 => (0u8..3, quantity_of(0), quantity_of(0)).prop_map(Some),
+        5 => (resource.clone(), 1u64..=8)
+            .prop_flat_map(|(r, n)| (Just(r), 0u8..3, quantity_of(n), quantity_of(n)))
+            .prop_map(Some),
+        1 => (resource, 0u8..3, quantity_of(0), quantity_of(0)).prop_map(Some),
         2 => Just(None),
     ]
 }
@@ -216,37 +240,50 @@ fn device_part() -> impl Strategy<Value = Option<(&'static str, u8, Value, Value
 fn resources_part() -> impl Strategy<Value = Option<Value>> {
     (
         gpu_part(),
+        // Now and then a second vendor's GPUs in the same container: the policy sums them.
+        proptest::option::weighted(0.08, (select(GPU_RESOURCES), 1u64..=4, 0u8..3)),
         device_part(),
         proptest::option::of(select(&["96", "500m", "2", "100m"][..])),
         proptest::option::of(select(&["96", "1", "100m", "4"][..])),
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(|(gpu, device, cpu_request, cpu_limit, memory, empty)| {
-            let mut resources = Map::new();
-            if let Some((placement, a, b)) = gpu {
-                place(&mut resources, "nvidia.com/gpu", placement, a, b);
-            }
-            if let Some((name, placement, a, b)) = device {
-                place(&mut resources, name, placement, a, b);
-            }
-            if let Some(cpu) = cpu_request {
-                place(&mut resources, "cpu", 0, json!(cpu), Value::Null);
-            }
-            if let Some(cpu) = cpu_limit {
-                place(&mut resources, "cpu", 1, json!(cpu), Value::Null);
-            }
-            if memory {
-                place(
-                    &mut resources,
-                    "memory",
-                    2,
-                    json!("1800Gi"),
-                    json!("1800Gi"),
-                );
-            }
-            (!resources.is_empty() || empty).then_some(Value::Object(resources))
-        })
+        .prop_map(
+            |(gpu, second, device, cpu_request, cpu_limit, memory, empty)| {
+                let mut resources = Map::new();
+                if let Some((name, placement, a, b)) = gpu {
+                    place(&mut resources, name, placement, a, b);
+                }
+                if let Some((name, n, placement)) = second {
+                    place(
+                        &mut resources,
+                        name,
+                        placement,
+                        json!(n.to_string()),
+                        json!(n),
+                    );
+                }
+                if let Some((name, placement, a, b)) = device {
+                    place(&mut resources, name, placement, a, b);
+                }
+                if let Some(cpu) = cpu_request {
+                    place(&mut resources, "cpu", 0, json!(cpu), Value::Null);
+                }
+                if let Some(cpu) = cpu_limit {
+                    place(&mut resources, "cpu", 1, json!(cpu), Value::Null);
+                }
+                if memory {
+                    place(
+                        &mut resources,
+                        "memory",
+                        2,
+                        json!("1800Gi"),
+                        json!("1800Gi"),
+                    );
+                }
+                (!resources.is_empty() || empty).then_some(Value::Object(resources))
+            },
+        )
 }
 
 fn env_part() -> impl Strategy<Value = Option<Value>> {
@@ -346,6 +383,7 @@ const CONTAINER_NULLS: &[&str] = &[
     "/resources/requests",
     "/resources/limits",
     "/resources/requests/nvidia.com~1gpu",
+    "/resources/limits/amd.com~1gpu",
     "/resources/requests/cpu",
     "/securityContext",
     "/securityContext/capabilities",
@@ -566,41 +604,156 @@ fn annotations_part() -> impl Strategy<Value = AnnotationPlan> {
         )
 }
 
-/// Instance types: the built-in tables' own, ones the settings below add, and unknown ones.
-const INSTANCE_TYPES: &[&str] = &[
+/// Instance types of each cloud: built-in rows (the chart era's and issue 16's, among them 4-GPU,
+/// AMD and DRA-only machines) and types no row knows. A pod mostly names its settings' cloud's
+/// types, sometimes any cloud's (unknown to its own).
+const AWS_TYPES: &[&str] = &[
     "p4d.24xlarge",
     "p5.48xlarge",
     "p5en.48xlarge",
+    "p6-b300.48xlarge",
+    "p6e-gb200.36xlarge",
+    "p5.4xlarge",
+    "ml.p5.48xlarge",
+    "g5.48xlarge",
+    "custom.gpu-8",
+];
+const AZURE_TYPES: &[&str] = &[
     "Standard_ND96isr_H100_v5",
+    "Standard_ND96isr_H200_v5",
+    "Standard_ND128isr_NDR_GB200_v6",
+    "Standard_ND96isr_MI300X_v5",
+    "Standard_NC80adis_H100_v5",
+    "custom.gpu-8",
+];
+const GCP_TYPES: &[&str] = &[
+    "a3-highgpu-8g",
+    "a3-megagpu-8g",
+    "a3-ultragpu-8g",
+    "a4-highgpu-8g",
+    "a4x-highgpu-4g",
+    "a4x-maxgpu-4g-metal",
+    "a3-highgpu-4g",
+    "g2-standard-48",
+    "custom.gpu-8",
+];
+const OCI_TYPES: &[&str] = &[
     "BM.GPU.H100.8",
     "BM.GPU.H200.8",
+    "BM.GPU.MI300X.8",
+    "BM.GPU.MI355X-v1.8",
+    "BM.GPU.GB200.4",
+    "BM.GPU.A10.4",
     "custom.gpu-8",
-    "g5.48xlarge",
-    "ml.p5.48xlarge",
 ];
+/// The types above that no built-in row has (a settings row for them needs `gpusPerNode`).
+const UNKNOWN_TYPES: &[&str] = &[
+    "g5.48xlarge",
+    "custom.gpu-8",
+    "Standard_NC80adis_H100_v5",
+    "a3-highgpu-4g",
+    "g2-standard-48",
+    "BM.GPU.A10.4",
+];
+
+fn types_of(cloud: &str) -> &'static [&'static str] {
+    match cloud {
+        "aws" => AWS_TYPES,
+        "azure" => AZURE_TYPES,
+        "gcp" => GCP_TYPES,
+        _ => OCI_TYPES,
+    }
+}
+
+fn all_types() -> Vec<&'static str> {
+    let mut all: Vec<&str> = [AWS_TYPES, AZURE_TYPES, GCP_TYPES, OCI_TYPES].concat();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// `cloud.google.com/gke-accelerator` values: each of GKE's GPU models with a GPUDirect machine
+/// (one names only a fabric, `nvidia-h100-80gb`), and models without one.
+const ACCELERATORS: &[&str] = &[
+    "nvidia-h100-80gb",
+    "nvidia-h100-mega-80gb",
+    "nvidia-h200-141gb",
+    "nvidia-b200",
+    "nvidia-gb200",
+    "nvidia-gb300",
+    "nvidia-l4",
+    "nvidia-tesla-a100",
+];
+const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
 const INSTANCE_LABELS: &[&str] = &[
     "node.kubernetes.io/instance-type",
     "beta.kubernetes.io/instance-type",
+    ACCELERATOR_LABEL,
     "topology.kubernetes.io/zone",
 ];
 
+/// Values for a node label: GPU models for GKE's accelerator label, else instance types, mostly
+/// the cloud's own.
+fn label_values(cloud: &'static str, label: &str) -> BoxedStrategy<Vec<&'static str>> {
+    if label == ACCELERATOR_LABEL {
+        return subsequence(ACCELERATORS, 0..3).boxed();
+    }
+    prop_oneof![
+        3 => subsequence(types_of(cloud), 0..3),
+        1 => subsequence(all_types(), 0..3),
+    ]
+    .boxed()
+}
+
 /// Where the pod may run (behaviour.md §3.5): a node selector, a required node affinity of one or
-/// more terms, or something of the wrong shape; as `(field, value)` of the spec.
-fn placement_part() -> BoxedStrategy<Option<(&'static str, Value)>> {
-    let expression = (
-        select(INSTANCE_LABELS),
-        select(&["In", "In", "NotIn", "Exists"][..]),
-        subsequence(INSTANCE_TYPES, 0..3),
-    )
+/// more terms, or something of the wrong shape; as `(field, value)` of the spec. Machines are
+/// named by instance type, by GKE accelerator, or by both.
+fn placement_part(cloud: &'static str) -> BoxedStrategy<Option<(&'static str, Value)>> {
+    // GKE pods name their GPU model more often than their machine type.
+    let labels = if cloud == "gcp" {
+        [INSTANCE_LABELS, &[ACCELERATOR_LABEL]].concat()
+    } else {
+        INSTANCE_LABELS.to_vec()
+    };
+    let expression = (select(labels), select(&["In", "In", "NotIn", "Exists"][..]))
+        .prop_flat_map(move |(key, operator)| (Just(key), Just(operator), label_values(cloud, key)))
         .prop_map(
             |(key, operator, values)| json!({"key": key, "operator": operator, "values": values}),
         );
     let term = proptest::collection::vec(expression, 0..3)
         .prop_map(|expressions| json!({"matchExpressions": expressions}));
+    let one = |cloud: &'static str, label: &'static str| {
+        label_values(cloud, label).prop_map(|values| values.first().copied())
+    };
+    let selector = (
+        select(&INSTANCE_LABELS[..2]),
+        one(cloud, INSTANCE_LABELS[0]),
+        proptest::option::weighted(
+            if cloud == "gcp" { 0.5 } else { 0.1 },
+            one(cloud, ACCELERATOR_LABEL),
+        ),
+    )
+        .prop_map(|(key, instance, accelerator)| {
+            let mut selector = json!({"kubernetes.io/os": "linux"});
+            if let Some(t) = instance {
+                selector[key] = t.into();
+            }
+            if let Some(Some(a)) = accelerator {
+                selector[ACCELERATOR_LABEL] = a.into();
+            }
+            Some(("nodeSelector", selector))
+        });
+    // Several GPU models in one expression: one machine, or machines of different fabrics.
+    let models = subsequence(&ACCELERATORS[..6], 2..4).prop_map(|values| Some((
+        "affinity",
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ACCELERATOR_LABEL, "operator": "In", "values": values}]}
+        ]}}}),
+    )));
     prop_oneof![
         3 => Just(None),
-        3 => (select(&INSTANCE_LABELS[..2]), select(INSTANCE_TYPES))
-            .prop_map(|(key, t)| Some(("nodeSelector", json!({key: t, "kubernetes.io/os": "linux"})))),
+        3 => selector,
+        if cloud == "gcp" { 1 } else { 0 } => models,
         3 => proptest::collection::vec(term, 1..3).prop_map(|terms| Some((
             "affinity",
             json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}),
@@ -608,11 +761,25 @@ fn placement_part() -> BoxedStrategy<Option<(&'static str, Value)>> {
         1 => select(vec![
             ("nodeSelector", json!("p5.48xlarge")),
             ("nodeSelector", json!({"node.kubernetes.io/instance-type": 5})),
+            ("nodeSelector", json!({ACCELERATOR_LABEL: ["nvidia-h200-141gb"]})),
             ("affinity", json!({"nodeAffinity": [1]})),
             ("affinity", json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": "p5.48xlarge"}]}]}}})),
         ]).prop_map(Some),
     ]
     .boxed()
+}
+
+/// `spec.resourceClaims`: none, an empty list, or DRA claims (a ComputeDomain channel, DRANET's
+/// RDMA NICs); the NVLink warning depends on whether there is one.
+fn resource_claims_part() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(
+        0.2,
+        select(vec![
+            json!([]),
+            json!([{"name": "channel", "resourceClaimTemplateName": "job-compute-domain-channel"}]),
+            json!([{"name": "rdma", "resourceClaimName": "a4x-max-rdma"}, {"name": "channel", "resourceClaimTemplateName": "imex-channel"}]),
+        ]),
+    )
 }
 
 fn pod_security_part() -> impl Strategy<Value = Option<Value>> {
@@ -624,8 +791,8 @@ fn pod_security_part() -> impl Strategy<Value = Option<Value>> {
     ]))
 }
 
-/// A whole pod whose trigger annotation is `trigger`'s.
-fn pod(trigger: String) -> impl Strategy<Value = Value> {
+/// A whole pod whose trigger annotation is `trigger`'s, mostly for machines of `cloud`.
+fn pod(trigger: String, cloud: &'static str) -> impl Strategy<Value = Value> {
     (
         volumes_part(),
         proptest::collection::vec(container(false), 1..4),
@@ -637,9 +804,12 @@ fn pod(trigger: String) -> impl Strategy<Value = Value> {
         proptest::option::of(select(unknown_values())),
         any::<bool>(),
         nulls(POD_NULLS),
-        // A Windows pod (`spec.os.name: windows`) now and then.
-        proptest::bool::weighted(0.03),
-        placement_part(),
+        (
+            // A Windows pod (`spec.os.name: windows`) now and then.
+            proptest::bool::weighted(0.03),
+            placement_part(cloud),
+            resource_claims_part(),
+        ),
     )
         .prop_map(
             move |(
@@ -653,8 +823,7 @@ fn pod(trigger: String) -> impl Strategy<Value = Value> {
                 meta_unknown,
                 status,
                 nulls,
-                windows,
-                placement,
+                (windows, placement, claims),
             )| {
                 let mut pod = build_pod(
                     &trigger,
@@ -672,6 +841,9 @@ fn pod(trigger: String) -> impl Strategy<Value = Value> {
                     if let Some(spec) = pod["spec"].as_object_mut() {
                         spec.insert(field.into(), value);
                     }
+                }
+                if let Some(claims) = claims {
+                    pod["spec"]["resourceClaims"] = claims;
                 }
                 set_nulls(&mut pod, &nulls);
                 if windows {
@@ -934,6 +1106,12 @@ fn env_setting() -> BoxedStrategy<Option<Value>> {
                     "NCCL_IB_HCA",
                     "FI_PROVIDER",
                     "MASTER_ADDR",
+                    // The GCP fabrics' and the AMD rows' own.
+                    "NCCL_NET",
+                    "NCCL_TUNER_CONFIG_PATH",
+                    "NCCL_IB_GID_INDEX",
+                    "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+                    "RCCL_MSCCL_ENABLE",
                 ][..],
             ),
             select(vec![
@@ -950,21 +1128,188 @@ fn env_setting() -> BoxedStrategy<Option<Value>> {
     .boxed()
 }
 
-/// An `instanceTypes` map (behaviour.md §1.2), some rows replacing built-in ones.
-fn instance_types_setting() -> impl Strategy<Value = Option<Value>> {
-    let row = (0u64..=32, select(&[1u64, 4, 8][..]), env_setting()).prop_map(|(d, p, env)| {
-        let mut row = json!({"devicesPerNode": d, "gpusPerNode": p});
-        if let Some(env) = env {
-            row["env"] = env;
-        }
-        row
-    });
+/// The keys of a cloud's block that a row may set as well (behaviour.md §1.2: rows are overlays),
+/// beyond `env` and `capabilities`; a few values each.
+fn cloud_row_keys(cloud: &'static str) -> BoxedStrategy<Vec<(&'static str, Value)>> {
+    let keys: Vec<(&'static str, Value)> = match cloud {
+        "aws" => vec![
+            ("efaLibraryPath", json!("")),
+            ("efaLibraryPath", json!("/opt/efa")),
+            ("cpuRequest", json!("250m")),
+            ("efaDevicesPerGPU", json!(2)),
+        ],
+        // A row turns Azure's topology file off (the GB200 and MI300X rows do) or names another.
+        "azure" => vec![
+            ("ncclTopologyConfigMap", Value::Null),
+            ("ncclTopologyConfigMap", json!("")),
+            ("ncclTopologyConfigMap", json!("nccl-topo-h100")),
+            ("rdmaDeviceName", json!("ib")),
+        ],
+        "gcp" => vec![
+            ("fabric", json!("tcpxo")),
+            ("fabric", json!("tcpx")),
+            ("fabric", json!("rdma")),
+            ("networks", json!(TCPXO_NETWORKS)),
+            ("daemonFlags", json!(["--num_hops=2"])),
+            (
+                "tcpx",
+                json!({"networks": ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]}),
+            ),
+            (
+                "tcpx",
+                json!({"daemonFlags": ["--setup_param", "\\\"--verbose 128 2 0 \\\""], "env": {"NCCL_ALGO": "Ring"}}),
+            ),
+            (
+                "rdma",
+                json!({"networks": ["a4x-0", "a4x-1", "a4x-2", "a4x-3"]}),
+            ),
+            (
+                "rdma",
+                json!({"env": {"NCCL_NET": null, "NCCL_IB_TC": "53"}}),
+            ),
+        ],
+        _ => vec![
+            ("network", json!("default/rdma-vf")),
+            ("rdmaDevicesPerGPU", json!(1)),
+        ],
+    };
+    // One key at most once: the last value drawn wins.
+    proptest::collection::vec(select(keys), 0..3).boxed()
+}
+
+/// A row of `cloud`'s `instanceTypes`: counts (or none: a row over a built-in one may change
+/// only its env, keys or capabilities), env, capabilities and keys of the cloud's block.
+fn row(cloud: &'static str) -> impl Strategy<Value = Value> {
+    let counts = prop_oneof![
+        3 => (0u64..=32, select(&[1u64, 4, 8][..])).prop_map(|(d, p)| json!({"devicesPerNode": d, "gpusPerNode": p})),
+        // `gpusPerNode` is added below where the type has no built-in row.
+        1 => (0u64..=32).prop_map(|d| json!({"devicesPerNode": d})),
+        1 => select(&[4u64, 8][..]).prop_map(|p| json!({"gpusPerNode": p})),
+        2 => Just(json!({})),
+    ];
+    (
+        counts,
+        env_setting(),
+        capabilities_setting(),
+        cloud_row_keys(cloud),
+    )
+        .prop_map(|(mut row, env, capabilities, keys)| {
+            if let Some(env) = env {
+                row["env"] = env;
+            }
+            if let Some(capabilities) = capabilities {
+                row["capabilities"] = capabilities;
+            }
+            for (key, value) in keys {
+                row[key] = value;
+            }
+            row
+        })
+}
+
+/// An `instanceTypes` map of `cloud` (behaviour.md §1.2), some rows over built-in ones.
+fn instance_types_setting(cloud: &'static str) -> impl Strategy<Value = Option<Value>> {
     proptest::option::weighted(
         0.4,
-        proptest::collection::btree_map(select(INSTANCE_TYPES), row, 1..4).prop_map(|map| {
-            Value::Object(map.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-        }),
+        proptest::collection::btree_map(select(types_of(cloud)), row(cloud), 1..4).prop_map(
+            |map| {
+                Value::Object(
+                    map.into_iter()
+                        .map(|(k, mut v)| {
+                            // A type without a built-in row has no GPU count to divide by.
+                            if UNKNOWN_TYPES.contains(&k) && v.get("devicesPerNode").is_some() {
+                                v["gpusPerNode"] = json!(8);
+                            }
+                            (k.to_string(), v)
+                        })
+                        .collect(),
+                )
+            },
+        ),
     )
+}
+
+const TCPXO_NETWORKS: [&str; 8] = [
+    "vpc1", "vpc2", "vpc3", "vpc4", "vpc5", "vpc6", "vpc7", "vpc8",
+];
+
+/// TCPX daemon flags: argv items, with the blanks, quotes and backslashes of Google's manifest
+/// (`--setup_param "--verbose 128 2 0 "`), an empty item, a single quote.
+fn tcpx_flags() -> Vec<Value> {
+    vec![
+        json!([]),
+        json!([
+            "--gpu_nic_preset",
+            "a3vm",
+            "--gpu_shmem_type",
+            "fd",
+            "--uds_path",
+            "/run/tcpx",
+            "--setup_param",
+            "\\\"--verbose 128 2 0 \\\""
+        ]),
+        json!(["--setup_param", "\"--verbose 128 2 0 \""]),
+        json!(["--label='a b'", "it's", "", "  two  blanks  "]),
+    ]
+}
+
+/// `gcp.tcpx`: the TCPX fabric's own block.
+fn tcpx_block() -> BoxedStrategy<Option<Value>> {
+    proptest::option::weighted(
+        0.35,
+        (
+            proptest::option::weighted(0.4, Just(json!(["vpc1", "vpc2", "vpc3", "vpc4"]))),
+            proptest::option::weighted(
+                0.3,
+                Just(json!(
+                    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.15"
+                )),
+            ),
+            proptest::option::weighted(0.6, select(tcpx_flags())),
+            env_setting(),
+        )
+            .prop_map(|(networks, image, flags, env)| {
+                let mut block = json!({});
+                for (key, value) in [
+                    ("networks", networks),
+                    ("daemonImage", image),
+                    ("daemonFlags", flags),
+                    ("env", env),
+                ] {
+                    if let Some(value) = value {
+                        block[key] = value;
+                    }
+                }
+                block
+            }),
+    )
+    .boxed()
+}
+
+/// `gcp.rdma`: the RDMA fabric's own block, 1 to 16 networks.
+fn rdma_block() -> BoxedStrategy<Option<Value>> {
+    proptest::option::weighted(
+        0.35,
+        (
+            proptest::option::weighted(
+                0.5,
+                (1usize..=16)
+                    .prop_map(|n| json!((0..n).map(|i| format!("rdma-{i}")).collect::<Vec<_>>())),
+            ),
+            env_setting(),
+        )
+            .prop_map(|(networks, env)| {
+                let mut block = json!({});
+                if let Some(networks) = networks {
+                    block["networks"] = networks;
+                }
+                if let Some(env) = env {
+                    block["env"] = env;
+                }
+                block
+            }),
+    )
+    .boxed()
 }
 
 /// The keys every cloud block may have, added to `block`.
@@ -998,24 +1343,25 @@ fn capabilities_setting() -> impl Strategy<Value = Option<Value>> {
     )
 }
 
-/// Valid settings for one of the four clouds, and the trigger annotation they name.
-fn valid_settings() -> BoxedStrategy<(Value, String)> {
-    let common = || {
+/// Valid settings for one of the four clouds, the trigger annotation they name, and the cloud.
+fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
+    let common = |cloud: &'static str| {
         (
             env_setting(),
             capabilities_setting(),
-            instance_types_setting(),
+            instance_types_setting(cloud),
         )
     };
     let cloud = prop_oneof![
-        (
+        // GCP twice: it has three fabrics to cover.
+        1 => (
             per_gpu(),
             proptest::option::weighted(
                 0.3,
                 select(vec![Value::Null, json!(""), json!("/opt/efa")])
             ),
             proptest::option::weighted(0.2, select(vec![Value::Null, json!("250m")])),
-            common(),
+            common("aws"),
         )
             .prop_map(|(n, library, cpu, (env, caps, types))| {
                 let mut block = json!({"enabled": true});
@@ -1030,14 +1376,15 @@ fn valid_settings() -> BoxedStrategy<(Value, String)> {
                 }
                 ("aws", common_keys(block, env, caps, types))
             }),
-        (
+        1 => (
             prop_oneof![
                 3 => per_gpu().prop_map(|n| n.map(|n| ("rdmaDevicesPerGPU", n))),
                 1 => (1u64..=2).prop_map(|n| Some(("rdmaDevicesPerContainer", n.into()))),
             ],
             proptest::option::of(select(&["hca_shared_devices_a", "ib", "shared_ib"][..])),
-            proptest::option::of(select(&["nccl-topo", "nccl-topo-h100"][..])),
-            common(),
+            // `null` and "" turn the topology file off (issue 16).
+            proptest::option::of(select(vec![json!("nccl-topo"), json!("nccl-topo-h100"), json!(""), Value::Null])),
+            common("azure"),
         )
             .prop_map(|(count, device, topology, (env, caps, types))| {
                 let mut block = json!({"enabled": true});
@@ -1048,17 +1395,12 @@ fn valid_settings() -> BoxedStrategy<(Value, String)> {
                     block["rdmaDeviceName"] = d.into();
                 }
                 if let Some(t) = topology {
-                    block["ncclTopologyConfigMap"] = t.into();
+                    block["ncclTopologyConfigMap"] = t;
                 }
                 ("azure", common_keys(block, env, caps, types))
             }),
-        (
-            proptest::option::weighted(
-                0.3,
-                Just(json!([
-                    "vpc1", "vpc2", "vpc3", "vpc4", "vpc5", "vpc6", "vpc7", "vpc8"
-                ]))
-            ),
+        2 => (
+            proptest::option::weighted(0.3, Just(json!(TCPXO_NETWORKS))),
             proptest::option::weighted(
                 0.3,
                 Just(json!(
@@ -1066,30 +1408,36 @@ fn valid_settings() -> BoxedStrategy<(Value, String)> {
                 ))
             ),
             proptest::option::weighted(0.3, select(vec![json!([]), json!(["--num_hops=2"])])),
-            env_setting(),
-            capabilities_setting(),
+            common("gcp"),
+            // The fabric for pods whose machine is not known, and the other fabrics' blocks.
+            proptest::option::weighted(0.6, select(&["tcpxo", "tcpx", "rdma"][..])),
+            tcpx_block(),
+            rdma_block(),
         )
-            .prop_map(|(networks, image, flags, env, caps)| {
+            .prop_map(|(networks, image, flags, (env, caps, types), fabric, tcpx, rdma)| {
                 let mut block = json!({"enabled": true});
                 for (key, value) in [
                     ("networks", networks),
                     ("daemonImage", image),
                     ("daemonFlags", flags),
+                    ("fabric", fabric.map(Value::from)),
+                    ("tcpx", tcpx),
+                    ("rdma", rdma),
                 ] {
                     if let Some(value) = value {
                         block[key] = value;
                     }
                 }
-                ("gcp", common_keys(block, env, caps, None))
+                ("gcp", common_keys(block, env, caps, types))
             }),
-        (
+        1 => (
             per_gpu(),
             proptest::option::weighted(
                 0.3,
                 select(&["nvidia.com/rdma-vf", "nvidia.com/mlnxnics"][..])
             ),
             proptest::option::weighted(0.3, select(&["default/rdma-vf", "rdma-vf"][..])),
-            common(),
+            common("oci"),
         )
             .prop_map(|(n, resource, network, (env, caps, types))| {
                 let mut block = json!({"enabled": true});
@@ -1115,30 +1463,48 @@ fn valid_settings() -> BoxedStrategy<(Value, String)> {
             0.3,
             select(vec![json!([]), json!(["kubeflow.org", "batch.volcano.sh"])]),
         ),
+        // The GPU resources counted: one vendor's, or several with one no default counts.
+        proptest::option::weighted(
+            0.3,
+            // Mostly lists that count NVIDIA's, as most pods ask for them.
+            select(vec![
+                json!(["amd.com/gpu"]),
+                json!(["nvidia.com/gpu"]),
+                json!(["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/xe"]),
+                json!(["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/xe"]),
+                json!(["gpu.intel.com/xe", "nvidia.com/gpu"]),
+            ]),
+        ),
     )
-        .prop_map(|((name, block), all_four, trigger, kinds, groups)| {
-            let mut settings = Map::new();
-            if all_four {
-                // The chart's values list every cloud, the others disabled.
-                for other in ["aws", "azure", "gcp", "oci"] {
-                    settings.insert(other.into(), json!({"enabled": false}));
+        .prop_map(
+            |((name, block), all_four, trigger, kinds, groups, gpu_resources)| {
+                let mut settings = Map::new();
+                if all_four {
+                    // The chart's values list every cloud, the others disabled.
+                    for other in ["aws", "azure", "gcp", "oci"] {
+                        settings.insert(other.into(), json!({"enabled": false}));
+                    }
                 }
-            }
-            settings.insert(name.into(), block);
-            if let Some(t) = trigger {
-                settings.insert("triggerAnnotation".into(), t.into());
-            }
-            if let Some(k) = kinds {
-                settings.insert("ownerKinds".into(), k);
-            }
-            if let Some(g) = groups {
-                settings.insert("ownerApiGroups".into(), g);
-            }
-            (
-                Value::Object(settings),
-                trigger.unwrap_or(TRIGGER).to_string(),
-            )
-        })
+                settings.insert(name.into(), block);
+                if let Some(t) = trigger {
+                    settings.insert("triggerAnnotation".into(), t.into());
+                }
+                if let Some(k) = kinds {
+                    settings.insert("ownerKinds".into(), k);
+                }
+                if let Some(g) = groups {
+                    settings.insert("ownerApiGroups".into(), g);
+                }
+                if let Some(r) = gpu_resources {
+                    settings.insert("gpuResources".into(), r);
+                }
+                (
+                    Value::Object(settings),
+                    trigger.unwrap_or(TRIGGER).to_string(),
+                    name,
+                )
+            },
+        )
         // Boxed: the strategy's nested types otherwise make frames that overflow the test
         // thread's stack in debug builds.
         .boxed()
@@ -1147,7 +1513,9 @@ fn valid_settings() -> BoxedStrategy<(Value, String)> {
 /// Valid settings, and a pod (maybe corrupted) that mostly opts in under them.
 fn case() -> impl Strategy<Value = (Value, Value)> {
     valid_settings()
-        .prop_flat_map(|(settings, trigger)| (Just(settings), pod(trigger), corruptions()))
+        .prop_flat_map(|(settings, trigger, cloud)| {
+            (Just(settings), pod(trigger, cloud), corruptions())
+        })
         .prop_map(|(settings, pod, corruptions)| (settings, corrupt(pod, &corruptions)))
 }
 
@@ -1173,6 +1541,11 @@ const SETTINGS_KEYS: &[&str] = &[
     "env",
     "capabilities",
     "instanceTypes",
+    "fabric",
+    "tcpx",
+    "rdma",
+    "tcpxo",
+    "gpuResources",
     "devicesPerNode",
     "gpusPerNode",
     "p5.48xlarge",
@@ -1203,7 +1576,12 @@ fn any_json() -> impl Strategy<Value = Value> {
                 "1.5",
                 "/opt/efa",
                 "100m",
-                "--num_hops=2"
+                "--num_hops=2",
+                "rdma",
+                "tcpx",
+                "amd.com/gpu",
+                "a3-ultragpu-8g",
+                "\\\"--verbose 128 2 0 \\\""
             ][..]
         )
         .prop_map(Value::from),
@@ -1229,7 +1607,7 @@ fn any_settings() -> impl Strategy<Value = Value> {
     prop_oneof![
         any_json(),
         (valid_settings(), corruptions())
-            .prop_map(|((settings, _), corruptions)| corrupt(settings, &corruptions)),
+            .prop_map(|((settings, ..), corruptions)| corrupt(settings, &corruptions)),
     ]
 }
 
@@ -1364,6 +1742,26 @@ fn violations(pod: &Value) -> BTreeSet<String> {
         }
     }
 
+    // GKE reads its interfaces annotation as a JSON list of interfaces, each named once.
+    if let Some(text) = annotation("networking.gke.io/interfaces") {
+        match serde_json::from_str::<Vec<Value>>(text) {
+            Ok(list) => {
+                let mut seen = BTreeSet::new();
+                for i in &list {
+                    let name = i["interfaceName"].as_str().unwrap_or("");
+                    if !seen.insert(name.to_string()) || i["network"].as_str().is_none() {
+                        found.insert(format!(
+                            "GKE interface {name:?} is named twice or has no network"
+                        ));
+                    }
+                }
+            }
+            Err(_) => {
+                found.insert("the GKE interfaces annotation is not a JSON list".into());
+            }
+        }
+    }
+
     for list in ["containers", "initContainers", "ephemeralContainers"] {
         for (i, c) in as_list(spec.get(list)).iter().enumerate() {
             let at = format!("{list}[{i}]");
@@ -1489,20 +1887,85 @@ fn typed_pod(value: &Value) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// The GPUs a container requests as the policy counts them: `requests`, else `limits`, `null`
-/// read as absent; `None` when it requests none (or the count cannot be read).
-fn gpus(container: &Value) -> Option<u64> {
-    ["requests", "limits"]
-        .iter()
-        .find_map(|side| {
-            container
-                .get("resources")?
-                .get(*side)?
-                .get("nvidia.com/gpu")
-                .filter(|v| !v.is_null())
+/// The resources the settings count GPUs from (`gpuResources`, behaviour.md §1.3).
+fn gpu_resources(settings: &Value) -> Vec<String> {
+    settings
+        .get("gpuResources")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
         })
-        .and_then(|v| quantity::whole(v).ok())
+        .unwrap_or_else(|| {
+            DEFAULT_GPU_RESOURCES
+                .iter()
+                .map(|r| r.to_string())
+                .collect()
+        })
+}
+
+/// The GPUs a container requests as the policy counts them: the sum over `resources` of each one's
+/// `requests`, else `limits`, `null` read as absent; `None` when it requests none (a count that
+/// cannot be read counts none).
+fn gpus(container: &Value, resources: &[String]) -> Option<u64> {
+    resources
+        .iter()
+        .filter_map(|resource| {
+            ["requests", "limits"]
+                .iter()
+                .find_map(|side| {
+                    container
+                        .get("resources")?
+                        .get(*side)?
+                        .get(resource)
+                        .filter(|v| !v.is_null())
+                })
+                .and_then(|v| quantity::whole(v).ok())
+        })
+        .fold(None, |sum: Option<u64>, n| {
+            Some(sum.unwrap_or(0).saturating_add(n))
+        })
         .filter(|n| *n > 0)
+}
+
+/// The GCP fabric a mutation injected, told by what it added: TCPXO's or TCPX's daemon, or RDMA's
+/// interfaces from eth2 on without a daemon.
+fn added_fabric(before: &Value, after: &Value) -> Option<&'static str> {
+    let inits = as_list(after.pointer("/spec/initContainers"));
+    let added = &inits[as_list(before.pointer("/spec/initContainers"))
+        .len()
+        .min(inits.len())..];
+    for (name, fabric) in [
+        ("tcpxo-daemon", "mutated: TCPXO"),
+        ("tcpx-daemon", "mutated: TCPX"),
+    ] {
+        if added.iter().any(|c| c["name"] == name) {
+            return Some(fabric);
+        }
+    }
+    // TCPXO's daemon is not added where the pod has a container of its name: the interfaces
+    // tell the fabrics apart then, RDMA's NICs starting at eth2, the others' at eth1.
+    let key = "/metadata/annotations/networking.gke.io~1interfaces";
+    let interfaces = after
+        .pointer(key)
+        .filter(|_| before.pointer(key).is_none())?;
+    let list: Vec<Value> = serde_json::from_str(interfaces.as_str()?).ok()?;
+    (list.get(1)?["interfaceName"] == "eth2").then_some("mutated: RDMA")
+}
+
+/// The networks GKE's interfaces annotation names after `eth0`, in order, if it is a list of
+/// `{interfaceName, network}`.
+fn interface_networks(pod: &Value) -> Option<Vec<String>> {
+    let text = pod
+        .pointer("/metadata/annotations/networking.gke.io~1interfaces")?
+        .as_str()?;
+    let list: Vec<Value> = serde_json::from_str(text).ok()?;
+    list.iter()
+        .skip(1)
+        .map(|i| i["network"].as_str().map(String::from))
+        .collect()
 }
 
 fn show(value: &Value) -> String {
@@ -1578,11 +2041,71 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
     let mut count = |what| *counts.entry(what).or_default() += 1;
     for _ in 0..SAMPLE {
         let (settings, pod) = strategy.new_tree(&mut runner).unwrap().current();
-        match evaluate(&pod, &settings) {
+        let verdict = evaluate(&pod, &settings);
+        let warnings = match &verdict {
+            Verdict::Mutate { warnings, .. } | Verdict::Accept { warnings } => warnings.clone(),
+            Verdict::Reject { .. } => Vec::new(),
+        };
+        match &verdict {
             Verdict::Mutate { .. } => count("mutated"),
             Verdict::Accept { .. } if !opted_in(&pod, &settings) => count("not opted in"),
             Verdict::Accept { .. } => count("opted in, accepted unchanged"),
             Verdict::Reject { .. } => count("rejected"),
+        }
+        let text = pod.to_string();
+        if text.contains("amd.com/gpu") {
+            count("asks for amd.com/gpu");
+        }
+        if settings.get("gpuResources").is_some() {
+            count("gpuResources");
+        }
+        if pod["spec"].to_string().contains(ACCELERATOR_LABEL) {
+            count("names a GKE accelerator");
+        }
+        if pod["spec"].get("resourceClaims").is_some() {
+            count("resourceClaims");
+        }
+        if let Some(gcp) = settings.get("gcp").filter(|b| b["enabled"] == true) {
+            if ["fabric", "tcpx", "rdma"]
+                .iter()
+                .any(|k| gcp.get(*k).is_some())
+            {
+                count("gcp fabric keys");
+            }
+        }
+        let rows_with_keys = settings
+            .as_object()
+            .into_iter()
+            .flat_map(|top| top.values())
+            .filter_map(|block| block.get("instanceTypes").and_then(Value::as_object))
+            .flat_map(|rows| rows.values())
+            .filter_map(Value::as_object)
+            .any(|row| {
+                row.keys()
+                    .any(|k| k != "devicesPerNode" && k != "gpusPerNode")
+            });
+        if rows_with_keys {
+            count("rows as overlays");
+        }
+        let mutated: Option<Value> = match &verdict {
+            Verdict::Mutate { pod, .. } => serde_json::from_slice(pod).ok(),
+            _ => None,
+        };
+        if let Some(fabric) = mutated.and_then(|m| added_fabric(&pod, &m)) {
+            count(fabric);
+        }
+        for (what, words) in [
+            ("warned: fabrics differ", "machines of different fabrics"),
+            ("warned: DRA only", "managed DRANET"),
+            ("warned: NVLink claim", "multi-node NVLink domain"),
+            (
+                "warned: whole node",
+                "so it cannot use the node as intended",
+            ),
+        ] {
+            if warnings.iter().any(|w| w.contains(words)) {
+                count(what);
+            }
         }
         if typed_pod(&pod).is_ok() {
             count("well-typed");
@@ -1600,9 +2123,9 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
             }
         }
     }
-    // Lower bounds well under what the generators produce today (mutated 38%, not opted in 25%,
-    // opted in and accepted 32%, rejected 5%, well-typed 46%, naming where it runs 69%, env 40%,
-    // instanceTypes 29%, capabilities 28%), so that only a generator gone wrong fails here.
+    // Lower bounds well under what the generators produce today (mutated 34%, not opted in 25%,
+    // opted in and accepted 36%, rejected 5%, well-typed 42%, naming where it runs 71%, env 39%,
+    // instanceTypes 40%, capabilities 29%), so that only a generator gone wrong fails here.
     for (what, at_least) in [
         ("mutated", 30),
         ("not opted in", 5),
@@ -1615,6 +2138,29 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
         ("capabilities", 5),
     ] {
         at_least_share(&counts, SAMPLE, what, at_least);
+    }
+    // Issue 16's inputs and outcomes, in per mille, bounds well under today's: pods asking for
+    // amd.com/gpu 557‰, settings with gpuResources 309‰, pods naming a GKE accelerator 212‰,
+    // with spec.resourceClaims 216‰, GCP blocks with fabric keys 341‰, rows setting more than
+    // counts 372‰; each GCP fabric injected (TCPXO 45‰, TCPX 20‰, RDMA 49‰); the warnings of
+    // candidates of different fabrics 14‰, of A4X Max 14‰, of an NVLink machine without a
+    // claim 9‰, of a pod smaller than its whole-node fabric 79‰.
+    for (what, at_least) in [
+        ("asks for amd.com/gpu", 150),
+        ("gpuResources", 100),
+        ("names a GKE accelerator", 60),
+        ("resourceClaims", 60),
+        ("gcp fabric keys", 100),
+        ("rows as overlays", 100),
+        ("mutated: TCPXO", 15),
+        ("mutated: TCPX", 7),
+        ("mutated: RDMA", 15),
+        ("warned: fabrics differ", 4),
+        ("warned: DRA only", 4),
+        ("warned: NVLink claim", 3),
+        ("warned: whole node", 25),
+    ] {
+        at_least_per_mille(&counts, SAMPLE, what, at_least);
     }
 
     // `no_settings_make_it_panic` asserts something different for each fate of the settings
@@ -1635,6 +2181,32 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
     for what in ["valid", "trigger keys wrong", "a cloud block wrong"] {
         at_least_share(&fates, SAMPLE, what, 15);
     }
+}
+
+/// The generators of valid settings make only settings the policy accepts: otherwise every case
+/// drawn from them would test the refusal, not the injection.
+#[test]
+fn generated_valid_settings_are_accepted() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    let mut runner = TestRunner::deterministic();
+    let strategy = valid_settings();
+    for _ in 0..500 {
+        let (settings, ..) = strategy.new_tree(&mut runner).unwrap().current();
+        if let Err(e) = settings::check(&settings.to_string()) {
+            panic!("{e:?}\nsettings: {settings}");
+        }
+    }
+}
+
+/// Fails unless `what` is at least `at_least` per mille of the `sample` cases `counts` tallies.
+fn at_least_per_mille(counts: &BTreeMap<&str, usize>, sample: usize, what: &str, at_least: usize) {
+    let share = counts.get(what).copied().unwrap_or(0) * 1000 / sample;
+    assert!(
+        share >= at_least,
+        "only {share}‰ of generated cases are {what:?} (at least {at_least}‰ wanted): {counts:?}"
+    );
 }
 
 /// Fails unless `what` is at least `at_least` percent of the `sample` cases `counts` tallies.
@@ -1687,13 +2259,61 @@ proptest! {
     }
 
     #[test]
+    fn the_fabric_blocks_values_reach_the_pod((settings, pod) in case()) {
+        // The user's settings are kept as written: the TCPX daemon's flags are its argv items
+        // verbatim after the entrypoint (no shell splits their blanks and quotes), its image is
+        // the setting's, and the RDMA interfaces are the first networks of `gcp.rdma.networks`.
+        // Only where no row of the pod's machine may have set them instead.
+        let Some(gcp) = settings.get("gcp").filter(|b| b["enabled"] == true) else {
+            return Ok(());
+        };
+        let row_sets = |fabric: &str| {
+            gcp.get("instanceTypes")
+                .and_then(Value::as_object)
+                .is_some_and(|rows| rows.values().any(|row| row.get(fabric).is_some()))
+        };
+        let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
+            return Ok(());
+        };
+        match added_fabric(&pod, &mutated) {
+            Some("mutated: TCPX") if !row_sets("tcpx") => {
+                let inits = as_list(mutated.pointer("/spec/initContainers"));
+                let daemon = inits.iter().rev().find(|c| c["name"] == "tcpx-daemon").unwrap();
+                let command = as_list(daemon.get("command"));
+                prop_assert!(!command.is_empty(), "the daemon has no command: {}", daemon);
+                if let Some(flags) = gcp.pointer("/tcpx/daemonFlags") {
+                    prop_assert_eq!(&command[1..], as_list(Some(flags)), "{}", daemon);
+                }
+                if let Some(image) = gcp.pointer("/tcpx/daemonImage") {
+                    prop_assert_eq!(&daemon["image"], image);
+                }
+            }
+            Some("mutated: RDMA") if !row_sets("rdma") => {
+                if let Some(networks) = gcp.pointer("/rdma/networks") {
+                    let wanted: Vec<String> = as_list(Some(networks))
+                        .iter()
+                        .filter_map(|n| n.as_str().map(String::from))
+                        .collect();
+                    let got = interface_networks(&mutated).unwrap_or_default();
+                    prop_assert!(
+                        !got.is_empty() && wanted.starts_with(&got),
+                        "interfaces {:?} are not the first of {:?}", got, wanted
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
     fn containers_without_gpus_are_untouched((settings, pod) in case()) {
         if let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) {
             let before = as_list(pod.pointer("/spec/containers"));
             let after = as_list(mutated.pointer("/spec/containers"));
             prop_assert_eq!(before.len(), after.len());
+            let resources = gpu_resources(&settings);
             for (b, a) in before.iter().zip(after) {
-                if gpus(b).is_none() {
+                if gpus(b, &resources).is_none() {
                     prop_assert_eq!(b, a, "a container without GPUs changed");
                 }
             }
@@ -1887,5 +2507,34 @@ fn regression_the_sidecar_does_not_mount_a_conflicting_volume() {
     assert!(
         mounts.is_empty(),
         "the sidecar mounts the user's volume: {mounts:?}"
+    );
+}
+
+/// `gpuResources` naming a resource twice is accepted at load, and each GPU is then counted
+/// twice: an 8-GPU pod on a p5.48xlarge (32 EFA for 8 GPUs) gets 64 EFA and a warning that it
+/// cannot be scheduled. Found while teaching the generators `gpuResources` (issue 16); open.
+/// Either the settings are refused (as an `ownerKinds`-like list of names would be) or a name
+/// counts once.
+#[test]
+#[ignore = "open: duplicate gpuResources count each GPU twice"]
+fn regression_duplicate_gpu_resources_count_gpus_once() {
+    let settings =
+        json!({"gpuResources": ["nvidia.com/gpu", "nvidia.com/gpu"], "aws": {"enabled": true}});
+    if settings::check(&settings.to_string()).is_err() {
+        return;
+    }
+    let pod = volcano_worker(
+        json!({TRIGGER: "true"}),
+        json!({
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+            "containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+        }),
+    );
+    let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
+        panic!("expected a mutation");
+    };
+    assert_eq!(
+        mutated.pointer("/spec/containers/0/resources/limits/vpc.amazonaws.com~1efa"),
+        Some(&json!("32"))
     );
 }

@@ -6,8 +6,8 @@
 //! Settings that `validate_settings` refuses are skipped: the policy server never loads them. A
 //! pod that is a JSON object gets the trigger annotation and a Volcano owner where its metadata
 //! can hold them; it is then sent as a Pod CREATE. Beyond "no panic", a mutation must only add to
-//! the pod (the rule of `tests/support/patch_rule.rs`) and a second pass over it must change
-//! nothing.
+//! the pod (the rule of `tests/support/patch_rule.rs`), an interfaces annotation it adds must be
+//! one GKE reads, and a second pass over it must change nothing.
 #![no_main]
 
 use fixtures::{TRIGGER, create_payload, volcano_owner};
@@ -55,6 +55,36 @@ fn mutated_pod(verdict: Verdict) -> Option<Value> {
     }
 }
 
+/// GKE's interfaces annotation, where the mutation added it (a GCP fabric: eth0, then the
+/// fabric's NICs from eth1 or eth2), is what GKE reads: a JSON list of interfaces, each with a
+/// network, no interface named twice.
+fn added_interfaces(before: &Value, after: &Value) -> Result<(), String> {
+    const KEY: &str = "/metadata/annotations/networking.gke.io~1interfaces";
+    if before.pointer(KEY).is_some() {
+        return Ok(());
+    }
+    let Some(text) = after.pointer(KEY) else {
+        return Ok(());
+    };
+    let list: Vec<Value> = text
+        .as_str()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .ok_or_else(|| format!("the interfaces annotation is not a JSON list: {text}"))?;
+    let mut names = std::collections::BTreeSet::new();
+    for interface in &list {
+        let name = interface["interfaceName"].as_str().unwrap_or("");
+        if !names.insert(name) || !interface["network"].is_string() {
+            return Err(format!(
+                "interface {name:?} twice or without a network: {text}"
+            ));
+        }
+    }
+    if list.first().map(|i| &i["interfaceName"]) != Some(&json!("eth0")) {
+        return Err(format!("the interfaces do not start at eth0: {text}"));
+    }
+    Ok(())
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some(split) = data.iter().position(|b| *b == 0) else {
         return;
@@ -73,6 +103,9 @@ fuzz_target!(|data: &[u8]| {
     if let Some(mutated) = mutated_pod(verdict) {
         assert_ne!(mutated, pod, "a mutation that changes nothing");
         if let Err(e) = patch_rule::checked_patch(&pod, &mutated) {
+            panic!("{e}\ninput: {pod}\nmutated: {mutated}");
+        }
+        if let Err(e) = added_interfaces(&pod, &mutated) {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         match admission::evaluate(&create_payload(&mutated, &settings)) {

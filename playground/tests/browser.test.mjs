@@ -211,6 +211,60 @@ for (const [cloud, { pod, added: expected }] of Object.entries(CLOUDS)) {
   });
 }
 
+// Issue 16's example pods: a worker per new GCP fabric through the chart's GCP block (the machine,
+// named by its GPU model or instance type, picks the fabric), and AMD GPUs on Azure.
+const MACHINES = [
+  {
+    settings: 'settings/gcp.yaml',
+    pod: 'pods/gcp-a3-ultra-rdma-worker.yaml',
+    added: [
+      ['mountPath: /usr/local/gib', 1],
+      ['- name: NCCL_NET', 1],
+      ['tuner_config_a3u.txtpb', 1],
+      ['"interfaceName":"eth2"', 1],
+      ['daemon', 0],
+    ],
+  },
+  {
+    settings: 'settings/gcp.yaml',
+    pod: 'pods/gcp-a3-high-tcpx-worker.yaml',
+    added: [
+      ['- name: tcpx-daemon', 1],
+      ['- name: tcpxo-daemon', 0],
+      ['- name: NCCL_GPUDIRECTTCPX_SOCKET_IFNAME', 1],
+      ['"interfaceName":"eth4"', 1],
+      ['"interfaceName":"eth5"', 0],
+    ],
+  },
+  {
+    settings: 'settings/azure.yaml',
+    pod: 'pods/azure-mi300x-amd-worker.yaml',
+    added: [
+      ['rdma/hca_shared_devices_a: "8"', 2],
+      ['- name: RCCL_MSCCL_ENABLE', 1],
+      ['- IPC_LOCK', 1],
+      // Azure ships no topology file for ND MI300X v5: its row turns it off.
+      ['/etc/nccl', 0],
+    ],
+  },
+];
+
+for (const { settings, pod, added: expected } of MACHINES) {
+  test(`${pod} with ${settings}: the machine's fabric and GPUs`, async () => {
+    const page = await open();
+    await page.selectOption('#settings-example', settings);
+    await page.selectOption('#pod-example', pod);
+    const shown = await view(page);
+    assert.equal(shown.verdict, 'mutated', shown.message);
+    assert.deepEqual(JSON.parse(shown.patch), example(settings, pod).patch);
+    for (const [line, count] of expected) {
+      const matching = added(shown).filter((text) => text.includes(line));
+      assert.equal(matching.length, count, `highlighted lines with ${line}: ${matching.join(' | ')}`);
+    }
+    await page.close();
+  });
+}
+
 test("the chart's whole values block: the cloud menu switches the cloud in place", async () => {
   const page = await open();
   await page.selectOption('#settings-example', 'chart-values.yaml');

@@ -32,8 +32,8 @@ use e2e_tests::{Instance, Policy, admission_request, pod_kind};
 // The pods live beside the other tests' fixtures (the bench alone uses them), so that a change to
 // them is a change to BENCHMARKS.md's figures, made in one place.
 use fixtures::realistic::{
-    deployment_pod, extra_env, jobset_worker, mpijob_worker, pytorchjob_worker, stress_pod,
-    volcano_job_worker,
+    a3_high_worker, a3_ultra_worker, deployment_pod, extra_env, jobset_worker, mi300x_worker,
+    mpijob_worker, pytorchjob_worker, stress_pod, volcano_job_worker,
 };
 use fixtures::without_trigger;
 use serde_json::{Value, json};
@@ -570,6 +570,26 @@ fn cases() -> Result<Vec<Case>> {
             "8-GPU worker (Volcano Job)",
             "oci",
             volcano_job_worker(),
+            Expect::Mutate,
+        )?,
+        // Issue 16's fabrics and GPUs, through the same example settings as their cloud's worker
+        // above: the chart's GCP block, whose A3 Ultra pod gets RDMA by its machine.
+        case(
+            "8-GPU worker on A3 Ultra, GPUDirect-RDMA (JobSet)",
+            "gcp",
+            a3_ultra_worker(),
+            Expect::Mutate,
+        )?,
+        case(
+            "8-GPU worker on A3 High, GPUDirect-TCPX (JobSet)",
+            "gcp",
+            a3_high_worker(),
+            Expect::Mutate,
+        )?,
+        case(
+            "8 AMD GPUs on ND MI300X v5 (Kubeflow MPIJob)",
+            "azure",
+            mi300x_worker(),
             Expect::Mutate,
         )?,
         case(

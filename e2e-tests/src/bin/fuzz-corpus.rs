@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use e2e_tests::cases::{self, Case, SettingsCase};
+use fixtures::realistic::{a3_high_worker, a3_ultra_worker, jobset_worker, mi300x_worker};
+use serde_json::{Value, json};
 
 fn main() -> Result<()> {
     let out = PathBuf::from(
@@ -39,6 +41,23 @@ fn main() -> Result<()> {
     for (_, case) in cases::load::<SettingsCase>(&root.join("settings-cases"))? {
         written += write(&out.join("validate_settings"), &case.payload())?;
     }
+    // Issue 16's inputs crossed: every fabric, GPU resource and row-as-overlay setting below with
+    // pods that name each kind of machine, so that the fuzzer starts from pairs the e2e cases hold
+    // only one by one (an RDMA block with an A4X pod, a TCPX row with several candidates).
+    for settings in issue_16_settings() {
+        let text = serde_json::to_vec(&settings)?;
+        written += write(&out.join("validate_settings"), &text)?;
+        for pod in issue_16_pods() {
+            let mut input = text.clone();
+            input.push(0);
+            input.extend(serde_json::to_vec(&pod)?);
+            written += write(&out.join("opted_in"), &input)?;
+            written += write(
+                &out.join("validate"),
+                &fixtures::create_payload(&pod, &settings),
+            )?;
+        }
+    }
     println!("{written} new seed inputs under {}", out.display());
     Ok(())
 }
@@ -55,4 +74,64 @@ fn write(dir: &Path, bytes: &[u8]) -> Result<usize> {
     }
     std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(1)
+}
+
+/// Settings of issue 16: GCP's fabrics and their blocks, rows that pick a fabric or set a cloud's
+/// keys, `gpuResources`, Azure's topology file turned off.
+fn issue_16_settings() -> Vec<Value> {
+    vec![
+        json!({"gcp": {"enabled": true, "fabric": "rdma"}}),
+        json!({"gcp": {"enabled": true, "fabric": "tcpx", "tcpx": {
+            "networks": ["vpc1", "vpc2", "vpc3", "vpc4"],
+            "daemonImage": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.15",
+            "daemonFlags": ["--gpu_nic_preset", "a3vm", "--setup_param", "\\\"--verbose 128 2 0 \\\""],
+            "env": {"NCCL_BUFFSIZE": "8388608", "NCCL_ALGO": null}}}}),
+        json!({"gcp": {"enabled": true,
+            "rdma": {"networks": ["rdma-0", "rdma-1", "rdma-2", "rdma-3"], "env": {"NCCL_NET": null, "NCCL_IB_TC": "53"}},
+            "instanceTypes": {
+                "a3-highgpu-8g": {"fabric": "tcpx", "tcpx": {"env": {"NCCL_SOCKET_NTHREADS": "2"}}},
+                "a3-ultragpu-8g": {"fabric": "tcpxo", "capabilities": ["IPC_LOCK"]},
+                "a4x-highgpu-4g": {"rdma": {"networks": ["a4x-0", "a4x-1", "a4x-2", "a4x-3"]}},
+                "custom-gpu-8": {"devicesPerNode": 8, "gpusPerNode": 8, "fabric": "rdma"}}}}),
+        json!({"gpuResources": ["amd.com/gpu", "nvidia.com/gpu", "gpu.intel.com/xe"],
+            "azure": {"enabled": true, "ncclTopologyConfigMap": "nccl-topo",
+                "instanceTypes": {"Standard_ND96isr_H100_v5": {"ncclTopologyConfigMap": null, "env": {"NCCL_IB_PCI_RELAXED_ORDERING": "1"}}}}}),
+        json!({"gpuResources": ["amd.com/gpu"], "oci": {"enabled": true, "instanceTypes": {
+            "BM.GPU.MI300X.8": {"devicesPerNode": 4, "network": "default/rdma-vf"}}}}),
+        json!({"aws": {"enabled": true, "instanceTypes": {"p6e-gb200.36xlarge": {"devicesPerNode": 8, "efaLibraryPath": ""}}}}),
+    ]
+}
+
+/// Pods naming machines every way issue 16 reads them: GKE accelerators (known, fabric-only,
+/// unknown, several), instance types, AMD GPUs, resource claims.
+fn issue_16_pods() -> Vec<Value> {
+    let mut pods = vec![a3_ultra_worker(), a3_high_worker(), mi300x_worker()];
+    let selectors = [
+        json!({"cloud.google.com/gke-accelerator": "nvidia-gb200"}),
+        json!({"cloud.google.com/gke-accelerator": "nvidia-gb300"}),
+        json!({"cloud.google.com/gke-accelerator": "nvidia-l4"}),
+        json!({"node.kubernetes.io/instance-type": "p6e-gb200.36xlarge"}),
+        json!({"node.kubernetes.io/instance-type": "BM.GPU.MI300X.8"}),
+    ];
+    for selector in selectors {
+        let mut pod = jobset_worker();
+        pod["spec"]["nodeSelector"] = selector;
+        pods.push(pod);
+    }
+    // Several candidates of different fabrics, by required affinity.
+    let mut pod = jobset_worker();
+    pod["spec"]
+        .as_object_mut()
+        .map(|s| s.remove("nodeSelector"));
+    pod["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "cloud.google.com/gke-accelerator",
+            "operator": "In", "values": ["nvidia-h200-141gb", "nvidia-h100-mega-80gb"]}]}]}}});
+    pods.push(pod);
+    // A GB200 pod with its ComputeDomain channel claim.
+    let mut pod = jobset_worker();
+    pod["spec"]["nodeSelector"] = json!({"cloud.google.com/gke-accelerator": "nvidia-gb200"});
+    pod["spec"]["resourceClaims"] =
+        json!([{"name": "channel", "resourceClaimTemplateName": "imex-channel"}]);
+    pods.push(pod);
+    pods
 }
