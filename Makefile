@@ -18,7 +18,7 @@ WASM_OPT_FLAGS ?= -O2 --enable-bulk-memory --enable-sign-ext --enable-mutable-gl
                   --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types
 
 .PHONY: all
-all: annotated-policy.wasm
+all: annotated-policy.wasm policy.cdx.json
 
 .PHONY: wasm-target
 wasm-target:
@@ -39,6 +39,11 @@ policy.wasm: $(SOURCES) | wasm-target wasm-opt
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(PUBLISHER)
 	$(CARGO) run --locked -q -p publish -- annotate -m policy-metadata.yml -u README.md \
 		-o annotated-policy.wasm policy.wasm
+
+# The SBOM of the module (publish sbom): CycloneDX 1.5 JSON of what is compiled into it, the
+# crate's normal dependencies for wasm32-wasip1 as Cargo.lock pins them. `make push` attests it.
+policy.cdx.json: Cargo.toml Cargo.lock $(PUBLISHER)
+	$(CARGO) run --locked -q -p publish -- sbom -o policy.cdx.json
 
 # The main job: the policy, through the same wasmtime host as the tests, on an example pod.
 .PHONY: preview
@@ -152,10 +157,22 @@ lint: rust-tools
 
 # Publishes annotated-policy.wasm as an OCI artifact with Kubewarden's media types, for
 # `registry://` module URLs: make push REGISTRY=host/repo:tag (OCI_USERNAME/OCI_PASSWORD for
-# credentials).
+# credentials). With COSIGN_KEY (a cosign private key; its password in COSIGN_PASSWORD) it
+# signs the pushed digest and attests policy.cdx.json, as cosign sign and cosign attest do.
+COSIGN_KEY ?=
+COSIGN_PUB ?=
 .PHONY: push
-push: registry-given annotated-policy.wasm
-	$(CARGO) run --locked -q -p publish -- push annotated-policy.wasm $(REGISTRY)
+push: registry-given annotated-policy.wasm policy.cdx.json
+	$(CARGO) run --locked -q -p publish -- push \
+		$(if $(COSIGN_KEY),-k $(COSIGN_KEY) --sbom policy.cdx.json) annotated-policy.wasm $(REGISTRY)
+
+# Checks a pushed module's signature and SBOM attestation with a public key, as the policy
+# server's verificationConfig does: make verify REGISTRY=host/repo:tag COSIGN_PUB=cosign.pub
+.PHONY: verify
+verify: registry-given
+	@test -n "$(COSIGN_PUB)" || { echo 'usage: make verify REGISTRY=host/repo:tag COSIGN_PUB=cosign.pub' >&2; exit 1; }
+	$(CARGO) run --locked -q -p publish -- verify -k $(COSIGN_PUB) $(REGISTRY)
+	$(CARGO) run --locked -q -p publish -- verify-sbom -k $(COSIGN_PUB) $(REGISTRY)
 
 # The same with kwctl, for machines that have it: kwctl annotate, then kwctl push. Its own file
 # name, so that it never stands in for the annotated-policy.wasm the rule above writes.
@@ -199,4 +216,5 @@ fuzz: fuzz-tools fuzz-corpus
 .PHONY: clean
 clean:
 	$(CARGO) clean
-	rm -rf policy.wasm annotated-policy.wasm kwctl-annotated-policy.wasm playground/node_modules
+	rm -rf policy.wasm annotated-policy.wasm kwctl-annotated-policy.wasm policy.cdx.json \
+		playground/node_modules
