@@ -63,7 +63,7 @@ bench: annotated-policy.wasm | wasm-target wasm-opt
 		--baseline target/baseline-policy.wasm $(BENCH_ARGS)
 
 .PHONY: test
-test: fmt-check lint unit-tests e2e-tests registry-test playground-test
+test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-test
 
 .PHONY: unit-tests
 unit-tests:
@@ -74,6 +74,18 @@ unit-tests:
 e2e-tests: annotated-policy.wasm policy.wasm
 	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
 		$(CARGO) test --locked -p e2e-tests
+
+# kwctl's contract with a real kwctl: every e2e case through `kwctl run`, its AdmissionResponse
+# compared with the module's in the waPC host (e2e-tests/src/bin/kwctl-cases.rs). Skipped,
+# saying so, when there is no kwctl on the PATH (KWCTL= names another).
+.PHONY: e2e-kwctl
+e2e-kwctl: annotated-policy.wasm
+	@if command -v $(KWCTL) >/dev/null 2>&1; then \
+		$(CARGO) run --locked -q -p e2e-tests --bin kwctl-cases -- --kwctl $(KWCTL) \
+			--module annotated-policy.wasm --work target/e2e-kwctl; \
+	else \
+		echo "e2e-kwctl: skipped: no $(KWCTL) on the PATH (install kwctl, or give KWCTL=/path/to/kwctl)"; \
+	fi
 
 # The publish tool's tests: annotation, and a push of the annotated module to a real registry
 # (Debian's docker-registry on 127.0.0.1, installed if missing) pulled back; the script stops
