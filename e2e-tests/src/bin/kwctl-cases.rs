@@ -1,4 +1,5 @@
-//! Runs every case under `e2e-tests/cases` through a real `kwctl run` and compares what it
+//! Runs every case under `e2e-tests/cases` (and every settings case of `e2e-tests/settings-cases`,
+//! with a pod) through a real `kwctl run` and compares what it
 //! prints with the AdmissionResponse the module's answer gives in the waPC host
 //! (`e2e_tests::admission_response`, which the e2e tests hold to the cases):
 //!
@@ -15,7 +16,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 use e2e_tests::admission_response::{admission_response, decoded_patch};
-use e2e_tests::cases::{self, Case};
+use e2e_tests::cases::{self, Case, SettingsCase};
 use e2e_tests::{Policy, admission_request};
 use serde_json::Value;
 
@@ -45,6 +46,33 @@ fn main() -> Result<()> {
         count += 1;
         if let Err(e) = run_case(&instance, &kwctl, &module, &work, &case) {
             failures.push(format!("{}: {e:#}", case.name));
+        }
+    }
+    // Settings cases: kwctl validates the settings before it runs the request.
+    let pod =
+        fixtures::volcano_worker(serde_json::json!({}), serde_json::json!({"containers": []}));
+    for (_, case) in cases::load::<SettingsCase>(&root.join("settings-cases"))? {
+        if case.settings_text.is_some() {
+            continue; // not JSON: no settings file kwctl could read
+        }
+        count += 1;
+        let as_case = Case {
+            name: format!("settings-{}", case.name),
+            description: case.description.clone(),
+            settings: case.settings.clone(),
+            operation: "CREATE".into(),
+            kind: e2e_tests::pod_kind(),
+            object: pod.clone(),
+            payload: None,
+            expect: cases::Expect {
+                accepted: true,
+                pod: None,
+                warnings: Vec::new(),
+                message: None,
+            },
+        };
+        if let Err(e) = run_case(&instance, &kwctl, &module, &work, &as_case) {
+            failures.push(format!("{}: {e:#}", as_case.name));
         }
     }
     ensure!(count > 0, "no cases found");
@@ -97,8 +125,9 @@ fn run_case(
             !output.status.success(),
             "kwctl ran with settings the module refuses ({message})"
         );
+        // kwctl prints it with Rust's Debug quoting: "Provided settings are not valid: \"…\"".
         ensure!(
-            stderr.contains(&message),
+            stderr.contains(&message) || stderr.contains(&format!("{message:?}")),
             "kwctl refused the settings without the module's message {message:?}: {stderr}"
         );
         return Ok(());
