@@ -18,7 +18,7 @@ WASM_OPT_FLAGS ?= -O2 --enable-bulk-memory --enable-sign-ext --enable-mutable-gl
                   --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types
 
 .PHONY: all
-all: annotated-policy.wasm
+all: annotated-policy.wasm policy.cdx.json
 
 .PHONY: wasm-target
 wasm-target:
@@ -40,6 +40,11 @@ annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(PUBLISHER)
 	$(CARGO) run --locked -q -p publish -- annotate -m policy-metadata.yml -u README.md \
 		-o annotated-policy.wasm policy.wasm
 
+# The SBOM of the module (publish sbom): CycloneDX 1.5 JSON of what is compiled into it, the
+# crate's normal dependencies for wasm32-wasip1 as Cargo.lock pins them. `make push` attests it.
+policy.cdx.json: Cargo.toml Cargo.lock $(PUBLISHER)
+	$(CARGO) run --locked -q -p publish -- sbom -o policy.cdx.json
+
 # The main job: the policy, through the same wasmtime host as the tests, on an example pod.
 .PHONY: preview
 preview: annotated-policy.wasm
@@ -58,7 +63,7 @@ bench: annotated-policy.wasm | wasm-target wasm-opt
 		--baseline target/baseline-policy.wasm $(BENCH_ARGS)
 
 .PHONY: test
-test: fmt-check lint unit-tests e2e-tests registry-test playground-test
+test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-test
 
 .PHONY: unit-tests
 unit-tests:
@@ -69,6 +74,18 @@ unit-tests:
 e2e-tests: annotated-policy.wasm policy.wasm
 	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
 		$(CARGO) test --locked -p e2e-tests
+
+# kwctl's contract with a real kwctl: every e2e case through `kwctl run`, its AdmissionResponse
+# compared with the module's in the waPC host (e2e-tests/src/bin/kwctl-cases.rs). Skipped,
+# saying so, when there is no kwctl on the PATH (KWCTL= names another).
+.PHONY: e2e-kwctl
+e2e-kwctl: annotated-policy.wasm
+	@if command -v $(KWCTL) >/dev/null 2>&1; then \
+		$(CARGO) run --locked -q -p e2e-tests --bin kwctl-cases -- --kwctl $(KWCTL) \
+			--module annotated-policy.wasm --work target/e2e-kwctl; \
+	else \
+		echo "e2e-kwctl: skipped: no $(KWCTL) on the PATH (install kwctl, or give KWCTL=/path/to/kwctl)"; \
+	fi
 
 # The publish tool's tests: annotation, and a push of the annotated module to a real registry
 # (Debian's docker-registry on 127.0.0.1, installed if missing) pulled back; the script stops
@@ -152,10 +169,22 @@ lint: rust-tools
 
 # Publishes annotated-policy.wasm as an OCI artifact with Kubewarden's media types, for
 # `registry://` module URLs: make push REGISTRY=host/repo:tag (OCI_USERNAME/OCI_PASSWORD for
-# credentials).
+# credentials). With COSIGN_KEY (a cosign private key; its password in COSIGN_PASSWORD) it
+# signs the pushed digest and attests policy.cdx.json, as cosign sign and cosign attest do.
+COSIGN_KEY ?=
+COSIGN_PUB ?=
 .PHONY: push
-push: registry-given annotated-policy.wasm
-	$(CARGO) run --locked -q -p publish -- push annotated-policy.wasm $(REGISTRY)
+push: registry-given annotated-policy.wasm policy.cdx.json
+	$(CARGO) run --locked -q -p publish -- push \
+		$(if $(COSIGN_KEY),-k $(COSIGN_KEY) --sbom policy.cdx.json) annotated-policy.wasm $(REGISTRY)
+
+# Checks a pushed module's signature and SBOM attestation with a public key, as the policy
+# server's verificationConfig does: make verify REGISTRY=host/repo:tag COSIGN_PUB=cosign.pub
+.PHONY: verify
+verify: registry-given
+	@test -n "$(COSIGN_PUB)" || { echo 'usage: make verify REGISTRY=host/repo:tag COSIGN_PUB=cosign.pub' >&2; exit 1; }
+	$(CARGO) run --locked -q -p publish -- verify -k $(COSIGN_PUB) $(REGISTRY)
+	$(CARGO) run --locked -q -p publish -- verify-sbom -k $(COSIGN_PUB) $(REGISTRY)
 
 # The same with kwctl, for machines that have it: kwctl annotate, then kwctl push. Its own file
 # name, so that it never stands in for the annotated-policy.wasm the rule above writes.
@@ -200,4 +229,5 @@ fuzz: fuzz-tools fuzz-corpus
 .PHONY: clean
 clean:
 	$(CARGO) clean
-	rm -rf policy.wasm annotated-policy.wasm kwctl-annotated-policy.wasm playground/node_modules
+	rm -rf policy.wasm annotated-policy.wasm kwctl-annotated-policy.wasm policy.cdx.json \
+		playground/node_modules

@@ -18,6 +18,7 @@ use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre
 // the fuzz targets share and which builds no wasmtime.
 pub use fixtures::{admission_request, pod_kind};
 
+pub mod admission_response;
 pub mod bare;
 pub mod cases;
 
@@ -68,6 +69,8 @@ pub struct Response {
     pub message: Option<String>,
     pub code: Option<u16>,
     pub mutated_object: Option<Value>,
+    #[serde(default)]
+    pub audit_annotations: Option<std::collections::BTreeMap<String, String>>,
     pub warnings: Option<Vec<String>>,
 }
 

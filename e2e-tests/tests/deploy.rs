@@ -13,6 +13,8 @@ use fixtures::TRIGGER as DEFAULT_TRIGGER;
 use serde_json::{Value, json};
 
 const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
+/// The ConfigMap key a `PolicyServer`'s `verificationConfig` is read from (the CRD's docs).
+const VERIFICATION_KEY: &str = "verification-config";
 
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     e2e_tests::yaml_files(dir).unwrap_or_else(|e| panic!("{e:#}"))
@@ -206,7 +208,7 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
         let kind = value["kind"].as_str().unwrap_or_default();
         if !matches!(
             kind,
-            "AdmissionPolicy" | "ClusterAdmissionPolicy" | "ConfigMap"
+            "AdmissionPolicy" | "ClusterAdmissionPolicy" | "ConfigMap" | "PolicyServer"
         ) {
             failures.push(format!("{file}: unexpected kind {kind:?}"));
         }
@@ -328,7 +330,8 @@ fn every_configmap_holds_an_nccl_topology() {
     let documents = deploy_documents();
     let mut topologies = 0;
     for Document { file, value } in &documents {
-        if value["kind"] != "ConfigMap" {
+        // The other ConfigMap is the policy server's verification config.
+        if value["kind"] != "ConfigMap" || value["data"].get(VERIFICATION_KEY).is_some() {
             continue;
         }
         topologies += 1;
@@ -385,6 +388,53 @@ fn every_example_settings_file_is_valid() {
             panic!(
                 "{}: refused by validate_settings: {message}",
                 path.display()
+            );
+        }
+    }
+}
+
+/// deploy/policy-server: a PolicyServer whose verificationConfig names a ConfigMap in
+/// Kubewarden's verification config format (`apiVersion: v1`, `allOf` of `kind: pubKey`
+/// entries) holding the project's public key, `cosign.pub`, as `publish verify` reads it.
+#[test]
+fn the_verified_policy_server_checks_modules_with_the_projects_key() {
+    let documents = deploy_documents();
+    let project_key = common::read(&repo_root().join("cosign.pub"));
+    publish::sign::load_public_key(project_key.as_bytes())
+        .unwrap_or_else(|e| panic!("cosign.pub: {e:#}"));
+    let servers: Vec<&Document> = documents
+        .iter()
+        .filter(|d| d.value["kind"] == "PolicyServer")
+        .collect();
+    assert!(!servers.is_empty(), "no PolicyServer under deploy/");
+    for server in servers {
+        let name = server.value["spec"]["verificationConfig"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no spec.verificationConfig", server.file));
+        let config_map = documents
+            .iter()
+            .find(|d| d.value["kind"] == "ConfigMap" && d.value["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{}: no ConfigMap {name} under deploy/", server.file));
+        // The controller runs policy servers, and reads their ConfigMaps, in its namespace.
+        assert_eq!(
+            config_map.value["metadata"]["namespace"], "kubewarden",
+            "{}",
+            config_map.file
+        );
+        let text = config_map.value["data"][VERIFICATION_KEY]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no data key {VERIFICATION_KEY}", config_map.file));
+        let config: Value = serde_yaml::from_str(text).unwrap();
+        assert_eq!(config["apiVersion"], "v1", "{}", config_map.file);
+        let all_of = config["allOf"].as_array().expect("allOf is a list");
+        assert!(!all_of.is_empty(), "{}: allOf is empty", config_map.file);
+        for entry in all_of {
+            assert_eq!(entry["kind"], "pubKey", "{}", config_map.file);
+            let key = entry["key"].as_str().expect("a pubKey entry has a key");
+            assert_eq!(
+                key, project_key,
+                "{}: the key is not cosign.pub",
+                config_map.file
             );
         }
     }

@@ -24,7 +24,9 @@ pub use oci_client::secrets::RegistryAuth;
 pub mod annotate;
 pub mod metadata;
 pub mod protocol;
+pub mod sbom;
 pub mod section;
+pub mod sign;
 
 /// The config blob Kubewarden writes: an empty JSON object.
 pub const CONFIG_BLOB: &[u8] = b"{}";
@@ -115,6 +117,7 @@ pub struct Pulled {
 pub struct Registry {
     client: Client,
     auth: RegistryAuth,
+    insecure: bool,
 }
 
 impl Registry {
@@ -135,7 +138,75 @@ impl Registry {
             ..ClientConfig::default()
         };
         let client = Client::try_from(config).context("cannot create the OCI client")?;
-        Ok(Registry { client, auth })
+        Ok(Registry {
+            client,
+            auth,
+            insecure,
+        })
+    }
+
+    /// Signs the manifest `digest` of `image` as `cosign sign --key` does ([`sign::sign`]).
+    pub async fn sign(
+        &self,
+        image: &Reference,
+        digest: &str,
+        signer: &sign::Signer,
+    ) -> Result<sign::Attached> {
+        sign::sign(&self.client, &self.auth, image, digest, signer).await
+    }
+
+    /// Attests `predicate` about `digest` as `cosign attest --key` does ([`sign::attest`]).
+    pub async fn attest(
+        &self,
+        image: &Reference,
+        digest: &str,
+        predicate_type: &str,
+        predicate: serde_json::Value,
+        signer: &sign::Signer,
+    ) -> Result<sign::Attached> {
+        sign::attest(
+            &self.client,
+            &self.auth,
+            image,
+            digest,
+            predicate_type,
+            predicate,
+            signer,
+        )
+        .await
+    }
+
+    /// Verifies `image`'s signature with a public key as the policy server does
+    /// ([`sign::verify`]); returns the verified manifest digest.
+    pub async fn verify(&self, image: &Reference, public_pem: &[u8]) -> Result<String> {
+        sign::verify(&self.client, &self.auth, image, public_pem, self.insecure).await
+    }
+
+    /// The verified predicates of `predicate_type` about `image` ([`sign::verified_predicates`]).
+    pub async fn verified_predicates(
+        &self,
+        image: &Reference,
+        public_pem: &[u8],
+        predicate_type: &str,
+    ) -> Result<(String, Vec<serde_json::Value>)> {
+        sign::verified_predicates(&self.client, &self.auth, image, public_pem, predicate_type).await
+    }
+
+    /// The layers of the cosign `.sig` (`suffix` `sig`) or `.att` image of `digest`, `None`
+    /// when there is none.
+    pub async fn cosign_layers(
+        &self,
+        image: &Reference,
+        digest: &str,
+        suffix: &str,
+    ) -> Result<Option<Vec<sign::CosignLayer>>> {
+        let media_type = if suffix == "att" {
+            sign::DSSE_MEDIA_TYPE
+        } else {
+            sign::SIMPLE_SIGNING_MEDIA_TYPE
+        };
+        let reference = sign::cosign_reference(image, digest, suffix);
+        sign::cosign_layers(&self.client, &self.auth, &reference, media_type).await
     }
 
     /// Pushes `module` to `reference` as `kwctl push` does, and returns the digests.
@@ -224,6 +295,20 @@ impl Registry {
             .await
             .with_context(|| format!("cannot fetch the manifest of {reference}"))?;
         Ok((bytes.to_vec(), digest))
+    }
+
+    /// Copies the image manifest at `from` to `to` in the same repository (its blobs are there
+    /// already), as `crane copy` would; the tests forge a signature with it.
+    pub async fn copy_manifest(&self, from: &Reference, to: &Reference) -> Result<String> {
+        let (manifest, _) = self
+            .client
+            .pull_image_manifest(from, &self.auth)
+            .await
+            .with_context(|| format!("cannot fetch the manifest of {from}"))?;
+        self.client
+            .push_manifest(to, &oci_client::manifest::OciManifest::Image(manifest))
+            .await
+            .with_context(|| format!("cannot push the manifest to {to}"))
     }
 
     /// The manifest digest the registry reports for `reference`.

@@ -7,102 +7,14 @@
 //! htpasswd authentication, `OCI_TEST_AUTH_REGISTRY`, `OCI_TEST_AUTH_USERNAME`,
 //! `OCI_TEST_AUTH_PASSWORD`. Without them the tests are ignored.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use common::{cli, cli_with, env, module, module_path, sha256, succeeded, target, temp_path};
 use publish::{
     CONFIG_BLOB, OCI_IMAGE_MEDIA_TYPE, Registry, RegistryAuth, WASM_CONFIG_MEDIA_TYPE,
     WASM_LAYER_MEDIA_TYPE, parse_reference,
 };
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: run these tests through `make registry-test`")
-    })
-}
-
-fn module_path() -> PathBuf {
-    std::env::var_os("POLICY_WASM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../annotated-policy.wasm"))
-}
-
-fn module() -> Vec<u8> {
-    let path = module_path();
-    std::fs::read(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {} ({e}): run `make annotated-policy.wasm`",
-            path.display()
-        )
-    })
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    let hex: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:{hex}")
-}
-
-/// A tag of its own for each test and run, so that runs never see each other's pushes.
-fn target(registry: &str, repository: &str) -> String {
-    format!(
-        "{registry}/kubewarden-test/{repository}:run-{}",
-        std::process::id()
-    )
-}
-
-/// Runs the `publish` binary, without any credentials of the caller's environment.
-fn cli(args: &[&str], credentials: Option<(&str, &str)>) -> Output {
-    match credentials {
-        Some((username, password)) => cli_with(
-            args,
-            &[("OCI_USERNAME", username), ("OCI_PASSWORD", password)],
-        ),
-        None => cli_with(args, &[]),
-    }
-}
-
-/// Runs the `publish` binary with only the given `OCI_*` and `SSL_CERT_FILE` variables.
-fn cli_with(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_publish"));
-    command.args(args);
-    for name in [
-        "OCI_USERNAME",
-        "OCI_PASSWORD",
-        "OCI_INSECURE",
-        "SSL_CERT_FILE",
-    ] {
-        command.env_remove(name);
-    }
-    command.envs(env.iter().copied());
-    command.output().expect("cannot run the publish binary")
-}
-
-/// The manifest digest the binary printed on stdout, after checking it succeeded.
-fn succeeded(what: &str, output: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{stderr}",
-        output.status
-    );
-    eprint!("{what}:\n{stderr}{stdout}");
-    let digest = stdout.trim().to_string();
-    assert!(
-        digest.starts_with("sha256:") && digest.len() == 71,
-        "{what} printed {digest:?}, not a manifest digest"
-    );
-    digest
-}
-
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("publish-test-{}-{name}", std::process::id()))
-}
 
 #[tokio::test(flavor = "current_thread")]
 #[ignore = "needs a registry: run `make registry-test`"]
