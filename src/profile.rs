@@ -70,15 +70,15 @@ pub struct EnvChange<'a> {
 pub struct WholeNode {
     /// The node's GPUs where the pod's machine is not known.
     pub gpus: u64,
-    /// `GPUDirect-TCPXO uses all 8 GPUs and NICs of an A3 Mega node`; `{gpus}` stands for the
-    /// node's GPUs, the machine's where it is known.
-    pub why: &'static str,
+    /// `GPUDirect-TCPXO uses all ` and ` GPUs and NICs of an A3 Mega node`: the text around the
+    /// node's GPUs (the machine's where it is known) in the warning.
+    pub why: (&'static str, &'static str),
 }
 
 impl WholeNode {
     /// Why, for a node of `gpus` GPUs.
     pub fn why(&self, gpus: u64) -> String {
-        self.why.replace("{gpus}", &gpus.to_string())
+        format!("{}{gpus}{}", self.why.0, self.why.1)
     }
 }
 

@@ -157,16 +157,21 @@ impl<'a> Overlay<'a> {
     }
 }
 
-/// Two sorted env maps as one, sorted: `over`'s entry wins where both name a variable.
+/// Two sorted env maps as one, sorted: `over`'s entry wins where both name a variable. (A merge of
+/// the two, not a sort: a sort would add its code to the module for lists this short.)
 fn merged<'a>(over: Vec<EnvChange<'a>>, under: Vec<EnvChange<'a>>) -> Vec<EnvChange<'a>> {
     if under.is_empty() {
         return over;
     }
-    let mut out: Vec<EnvChange<'a>> = under
-        .into_iter()
-        .filter(|u| !over.iter().any(|o| o.name == u.name))
-        .collect();
-    out.extend(over);
-    out.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut out = Vec::with_capacity(over.len() + under.len());
+    let mut under = under.into_iter().peekable();
+    for o in over {
+        while let Some(u) = under.next_if(|u| u.name < o.name) {
+            out.push(u);
+        }
+        under.next_if(|u| u.name == o.name);
+        out.push(o);
+    }
+    out.extend(under);
     out
 }

@@ -81,7 +81,10 @@ fn profile() -> Profile<'static> {
         // secondary NICs on a single GKE node" (Google's A4X page; inferred for A3 Ultra and A4).
         whole_node: Some(WholeNode {
             gpus: 8,
-            why: "GPUDirect-RDMA uses all {gpus} GPUs and RDMA NICs of the node",
+            why: (
+                "GPUDirect-RDMA uses all ",
+                " GPUs and RDMA NICs of the node",
+            ),
         }),
         ..empty()
     }

@@ -148,7 +148,10 @@ fn profile() -> Profile<'static> {
         // The daemon drives all 8 GPUs and 4 GPU NICs of an a3-highgpu-8g node.
         whole_node: Some(WholeNode {
             gpus: 8,
-            why: "GPUDirect-TCPX uses all {gpus} GPUs and NICs of an A3 High node",
+            why: (
+                "GPUDirect-TCPX uses all ",
+                " GPUs and NICs of an A3 High node",
+            ),
         }),
         ..empty()
     }

@@ -148,7 +148,10 @@ fn profile() -> Profile<'static> {
         // container-engine-accelerators `gpudirect-tcpxo/`).
         whole_node: Some(WholeNode {
             gpus: 8,
-            why: "GPUDirect-TCPXO uses all 8 GPUs and NICs of an A3 Mega node",
+            why: (
+                "GPUDirect-TCPXO uses all ",
+                " GPUs and NICs of an A3 Mega node",
+            ),
         }),
         ..empty()
     }
