@@ -219,7 +219,7 @@ const MACHINES = [
     pod: 'pods/gcp-a3-ultra-rdma-worker.yaml',
     added: [
       ['mountPath: /usr/local/gib', 1],
-      ['- name: NCCL_NET', 1],
+      ['value: gIB', 1],
       ['tuner_config_a3u.txtpb', 1],
       ['"interfaceName":"eth2"', 1],
       ['daemon', 0],
