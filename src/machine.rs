@@ -71,9 +71,8 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
     let mut warnings = Vec::new();
 
     // Each candidate's fabric: its row's, else the one its GPU model implies, else the settings'.
-    let settled = |fabric: Option<&'static Fabric>| {
-        fabric.unwrap_or_else(|| settings.fabric(&Overlay::default()))
-    };
+    let unsettled = settings.fabric(&Overlay::default());
+    let settled = |fabric: Option<&'static Fabric>| fabric.unwrap_or(unsettled);
     let mut fabrics: Vec<&'static Fabric> = Vec::new();
     for (_, row) in &rows {
         let fabric = settled(row.as_ref().and_then(|row| row.overlay.fabric));
@@ -88,7 +87,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
         }
     }
     let fabric = match fabrics.as_slice() {
-        [] => Some(settings.fabric(&overlay)),
+        [] => Some(unsettled),
         [one] => Some(*one),
         several => {
             let names: Vec<&str> = several.iter().map(|f| f.name).collect();
@@ -123,7 +122,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
         .any(|row| row.machine.is_some_and(|m| m.nvlink_domain));
     Ok(Machine {
         gpus: fewest(&|row| row.gpus),
-        nics: fewest(&|row| row.devices(None, None)),
+        nics: fewest(&Row::nics),
         rows,
         fabric,
         overlay,

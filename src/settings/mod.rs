@@ -117,6 +117,12 @@ impl Row<'_> {
         self.devices.or(built_in.filter(|_| resource == plugin))
     }
 
+    /// The NICs of one node, for a cloud without a device (GCP): the settings' count, else the
+    /// machine's.
+    pub fn nics(&self) -> Option<u64> {
+        self.devices.or(self.machine.and_then(|m| m.devices))
+    }
+
     /// Devices of `resource` per GPU on this type, where both counts are known.
     pub fn per_gpu(&self, resource: Option<&str>, plugin: Option<&str>) -> Option<Ratio> {
         Ratio::new(self.devices(resource, plugin)?, self.gpus?)
@@ -152,7 +158,8 @@ impl<'a> CloudSettings<'a> {
         profile
     }
 
-    /// The injection of a pod whose machine is not known.
+    /// The injection of a pod whose machine is not known, for tests.
+    #[cfg(test)]
     pub fn default_profile(&self) -> Profile<'a> {
         let none = Overlay::default();
         self.profile(self.fabric(&none), &none)

@@ -132,16 +132,15 @@ impl<'a> Overlay<'a> {
                 .fabric_env
                 .iter()
                 .map(|(fabric, env)| {
-                    let env_of = |o: &Overlay<'a>| -> Vec<EnvChange<'a>> {
+                    let has = |o: &Overlay<'a>, e: &EnvChange<'a>| {
                         o.fabric_env
                             .iter()
                             .find(|(f, _)| f == fabric)
-                            .map(|(_, env)| env.clone())
-                            .unwrap_or_default()
+                            .is_some_and(|(_, env)| env.contains(e))
                     };
                     let shared = env
                         .iter()
-                        .filter(|e| everywhere(&|o| env_of(o).contains(e)))
+                        .filter(|e| everywhere(&|o| has(o, e)))
                         .cloned()
                         .collect();
                     (*fabric, shared)
