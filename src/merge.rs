@@ -119,7 +119,10 @@ pub fn raw_items<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<&'a RawValue>
     let Some(list) = list_text(parent, key)? else {
         return Ok(Vec::new());
     };
-    read(list.get()).map_err(|_| malformed(key, "a list"))
+    crate::lenient::list(list.get())
+        .ok()
+        .flatten()
+        .ok_or_else(|| malformed(key, "a list"))
 }
 
 /// A value's string, if it is one.

@@ -3,7 +3,7 @@
 //! The user's own value is kept as written (their other networks included) and only the missing
 //! attachments of our network are appended, in whichever of Multus's two forms the value uses.
 
-use serde_json::Value;
+use crate::lenient::Members;
 
 use crate::error::{MAX_NETWORKS, Rejection};
 use crate::fragment::render_string;
@@ -73,13 +73,17 @@ fn merge_json(
     let unreadable = || Rejection::UnreadableNetworks {
         value: existing.chars().take(200).collect(),
     };
-    let entries: Vec<Value> = crate::lenient::read(existing).map_err(|_| unreadable())?;
+    let entries = crate::lenient::list(existing)
+        .ok()
+        .flatten()
+        .ok_or_else(unreadable)?;
     let (namespace, name) = network.parts();
     let present = entries
         .iter()
-        .filter(|e| {
-            e.get("name").and_then(Value::as_str) == Some(name)
-                && e.get("namespace").and_then(Value::as_str) == namespace
+        .filter(|entry| {
+            let entry = crate::lenient::members(entry);
+            field(&entry, "name").as_deref() == Some(name)
+                && field(&entry, "namespace").as_deref() == namespace
         })
         .count() as u64;
     let missing = wanted.saturating_sub(present);
@@ -105,6 +109,11 @@ fn merge_json(
     }
     value.push(']');
     Ok(Some(value))
+}
+
+/// An entry's string field; `None` when absent or not a string.
+fn field<'a>(entry: &Members<'a>, key: &str) -> Option<std::borrow::Cow<'a, str>> {
+    entry.get(key).and_then(crate::lenient::string)
 }
 
 #[cfg(test)]

@@ -7,31 +7,145 @@
 
 use std::borrow::Cow;
 
-use serde::de::MapAccess;
+use serde::de::{self, MapAccess};
 
 use crate::lenient::{Entry, Items, Lenient, Loose, Text, each_field, skip};
 use crate::tape::Tape;
 
 /// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`. The settings are
 /// read onto a tape in the same pass.
-#[derive(serde::Deserialize)]
+///
+/// Read by hand rather than derived: a derived reader answers a value of the wrong type with
+/// serde's "invalid type" message, whose float formatting alone is about 16 KB of module.
+#[derive(Default)]
 pub struct Envelope<'a> {
-    #[serde(borrow)]
     pub request: Request<'a>,
-    #[serde(borrow, default, deserialize_with = "crate::settings::read_tape")]
     pub settings: Option<Tape<'a>>,
 }
 
 /// The parts of the AdmissionRequest the decision needs; of the object, only its metadata's
 /// annotations and owners. `object` is `None` when it is null (DELETE).
-#[derive(serde::Deserialize)]
+#[derive(Default)]
 pub struct Request<'a> {
-    #[serde(borrow, default)]
     pub operation: Loose<Text<'a>>,
-    #[serde(borrow, default)]
     pub kind: Loose<Entry<'a>>,
-    #[serde(borrow, default)]
     pub object: Option<Loose<Pod<'a>>>,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Envelope<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Expect::<Envelope<'a>>::new("an object {\"request\": …}"))
+    }
+}
+
+impl<'a, 'de: 'a> Expected<'de> for Envelope<'a> {
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let mut envelope = Envelope::default();
+        let mut request = false;
+        each_field(map, |key, map| {
+            match key {
+                "request" => {
+                    envelope.request = map
+                        .next_value_seed(Expect::<Request<'a>>::new("`request` to be an object"))?;
+                    request = true;
+                }
+                "settings" => envelope.settings = Some(map.next_value::<Settings<'a>>()?.0),
+                _ => skip(map)?,
+            }
+            Ok(())
+        })?;
+        match request {
+            true => Ok(envelope),
+            false => Err(de::Error::missing_field("request")),
+        }
+    }
+}
+
+impl<'a, 'de: 'a> Expected<'de> for Request<'a> {
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let mut request = Request::default();
+        each_field(map, |key, map| {
+            match key {
+                "operation" => request.operation = map.next_value()?,
+                "kind" => request.kind = map.next_value()?,
+                "object" => request.object = map.next_value()?,
+                _ => skip(map)?,
+            }
+            Ok(())
+        })?;
+        Ok(request)
+    }
+}
+
+/// The request's settings, on a tape with the instance tables kept as text.
+struct Settings<'a>(Tape<'a>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Settings<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Tape::read_lazy(deserializer, crate::settings::LAZY).map(Settings)
+    }
+}
+
+/// A value that must be a JSON object; any other type is an error saying what was expected.
+trait Expected<'de>: Sized {
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+}
+
+struct Expect<T> {
+    what: &'static str,
+    read: std::marker::PhantomData<T>,
+}
+
+impl<T> Expect<T> {
+    fn new(what: &'static str) -> Self {
+        Expect {
+            what,
+            read: std::marker::PhantomData,
+        }
+    }
+
+    fn wrong<E: de::Error>(self) -> Result<T, E> {
+        Err(E::custom(format_args!("expected {}", self.what)))
+    }
+}
+
+impl<'de, T: Expected<'de>> de::DeserializeSeed<'de> for Expect<T> {
+    type Value = T;
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// Every JSON type has its own answer here: serde's defaults would format the wrong value.
+impl<'de, T: Expected<'de>> de::Visitor<'de> for Expect<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.what)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::from_map(map)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<T, A::Error> {
+        self.wrong()
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<T, E> {
+        self.wrong()
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<T, E> {
+        self.wrong()
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<T, E> {
+        self.wrong()
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<T, E> {
+        self.wrong()
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<T, E> {
+        self.wrong()
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        self.wrong()
+    }
 }
 
 /// What the trigger reads from the pod.
@@ -185,5 +299,35 @@ mod tests {
             serde_json::from_str(r#"{"request": {"operation": "DELETE", "object": null}}"#)
                 .unwrap();
         assert!(deleted.request.object.is_none() && deleted.settings.is_none());
+    }
+
+    /// The payload's reader is written by hand: every wrong shape still gets its reason.
+    #[test]
+    fn a_payload_of_the_wrong_shape_says_what_was_expected() {
+        let reason = |payload: &str| {
+            serde_json::from_str::<Envelope<'_>>(payload)
+                .err()
+                .map(|e| e.to_string())
+        };
+        assert_eq!(
+            reason(r#"{"settings": {}}"#).as_deref(),
+            Some("missing field `request` at line 1 column 16")
+        );
+        assert_eq!(
+            reason("[1]").as_deref(),
+            Some(r#"expected an object {"request": …} at line 1 column 1"#)
+        );
+        assert_eq!(
+            reason(r#"{"request": 1.5}"#).as_deref(),
+            Some("expected `request` to be an object at line 1 column 15")
+        );
+        // As in any JSON decoder, the last of repeated keys counts.
+        let envelope: Envelope<'_> = serde_json::from_str(
+            r#"{"request": {"operation": "DELETE"}, "request": {"operation": "CREATE", "object": {}}, "settings": null}"#,
+        )
+        .unwrap();
+        assert_eq!(envelope.request.operation.0.as_str(), Some("CREATE"));
+        assert!(envelope.request.object.is_some());
+        assert!(envelope.settings.unwrap().root().is_null());
     }
 }

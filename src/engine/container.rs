@@ -4,12 +4,11 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
 use crate::fragment::{Block, render_string};
-use crate::lenient::{Text, read};
+use crate::lenient::Text;
 use crate::merge::{
     Read, add_capabilities, add_env, add_mounts, added_capabilities, expect_read, json_text,
     object, object_entry, same_capability, set_if_absent, text,
@@ -111,7 +110,7 @@ pub(super) fn requested<'o>(
 
 /// The whole number a quantity's JSON text stands for.
 pub(super) fn whole(json: &str) -> Result<u64, QuantityError> {
-    quantity::whole(&read(json).unwrap_or(Value::Null))
+    quantity::whole(&crate::lenient::value(json))
 }
 
 /// A quantity that is not a whole number of devices, named by container and value.

@@ -3,8 +3,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
 mod container;
 
 use crate::error::{Rejection, malformed};
@@ -330,7 +328,7 @@ fn read_volumes<'p>(
             continue;
         };
         found.existing.push(ours.name);
-        let theirs: Value = read(theirs.get()).unwrap_or(Value::Null);
+        let theirs = crate::lenient::value(theirs.get());
         if !ours.same_as(&theirs) {
             found.conflicts.push(ours.name);
         }
@@ -430,7 +428,7 @@ mod tests {
     use super::*;
     use crate::ratio::Ratio;
     use crate::settings::config_of;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// The engine on a pod given as a tree: read through the view, written back on success.
     const GPU_RESOURCE: &str = "nvidia.com/gpu";

@@ -212,13 +212,6 @@ impl<'a> CloudSettings<'a> {
 /// The paths of the settings kept as text on the request's tape: the instance tables.
 pub const LAZY: &[&str] = &["*", INSTANCE_TYPES];
 
-/// The settings of a request, read onto a tape in the request's own pass.
-pub fn read_tape<'de: 'a, 'a, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Tape<'a>>, D::Error> {
-    Tape::read_lazy(deserializer, LAZY).map(Some)
-}
-
 /// Every problem found in the settings, each naming its field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingsError(pub Vec<String>);
