@@ -166,24 +166,26 @@ impl<'a> Mount<'a> {
 }
 
 /// `var!("NAME", "value")`: an [`EnvVar`]. Name and value are literals that need no JSON escapes
-/// (checked for every table by a test).
+/// (checked for every table by a test). Only the entry's JSON text is stored: name and value are
+/// slices of it, cut at compile time.
 macro_rules! var {
-    ($name:literal, $value:literal) => {
+    ($name:literal, $value:literal) => {{
+        const JSON: &str = concat!(r#"{"name":""#, $name, r#"","value":""#, $value, r#""}"#);
+        const NAME: usize = r#"{"name":""#.len();
+        const VALUE: usize = NAME + $name.len() + r#"","value":""#.len();
+        // Constants, so that the cuts are made by the compiler wherever the macro is used.
+        const NAME_TEXT: &str = $crate::profile::cut(JSON, NAME, $name.len());
+        const VALUE_TEXT: &str = $crate::profile::cut(JSON, VALUE, $value.len());
         $crate::profile::EnvVar {
-            name: ::std::borrow::Cow::Borrowed($name),
-            value: ::std::borrow::Cow::Borrowed($value),
-            json: ::std::borrow::Cow::Borrowed(concat!(
-                r#"{"name":""#,
-                $name,
-                r#"","value":""#,
-                $value,
-                r#""}"#
-            )),
+            name: ::std::borrow::Cow::Borrowed(NAME_TEXT),
+            value: ::std::borrow::Cow::Borrowed(VALUE_TEXT),
+            json: ::std::borrow::Cow::Borrowed(JSON),
         }
-    };
+    }};
 }
 
-/// `mount!("volume", "/path")` and `mount!("volume", "/path", read_only)`: a [`Mount`].
+/// `mount!("volume", "/path")` and `mount!("volume", "/path", read_only)`: a [`Mount`], stored
+/// as its JSON text like [`var!`]'s entries.
 macro_rules! mount {
     ($volume:literal, $path:literal) => {
         $crate::profile::mount!(@ $volume, $path, false, "")
@@ -191,22 +193,38 @@ macro_rules! mount {
     ($volume:literal, $path:literal, read_only) => {
         $crate::profile::mount!(@ $volume, $path, true, r#","readOnly":true"#)
     };
-    (@ $volume:literal, $path:literal, $read_only:literal, $more:literal) => {
+    (@ $volume:literal, $path:literal, $read_only:literal, $more:literal) => {{
+        const JSON: &str = concat!(
+            r#"{"name":""#,
+            $volume,
+            r#"","mountPath":""#,
+            $path,
+            r#"""#,
+            $more,
+            "}"
+        );
+        const VOLUME: usize = r#"{"name":""#.len();
+        const PATH: usize = VOLUME + $volume.len() + r#"","mountPath":""#.len();
+        const VOLUME_TEXT: &str = $crate::profile::cut(JSON, VOLUME, $volume.len());
+        const PATH_TEXT: &str = $crate::profile::cut(JSON, PATH, $path.len());
         $crate::profile::Mount {
-            volume: $volume,
-            path: ::std::borrow::Cow::Borrowed($path),
+            volume: VOLUME_TEXT,
+            path: ::std::borrow::Cow::Borrowed(PATH_TEXT),
             read_only: $read_only,
-            json: ::std::borrow::Cow::Borrowed(concat!(
-                r#"{"name":""#,
-                $volume,
-                r#"","mountPath":""#,
-                $path,
-                r#"""#,
-                $more,
-                "}"
-            )),
+            json: ::std::borrow::Cow::Borrowed(JSON),
         }
-    };
+    }};
+}
+
+/// `len` bytes of `text` from `start`, at compile time (the tables' macros cut names and values
+/// out of their JSON text, so that each is stored once).
+pub const fn cut(text: &'static str, start: usize, len: usize) -> &'static str {
+    let (_, rest) = text.as_bytes().split_at(start);
+    let (part, _) = rest.split_at(len);
+    match std::str::from_utf8(part) {
+        Ok(part) => part,
+        Err(_) => panic!("cut inside a character"),
+    }
 }
 
 pub(crate) use {mount, var};

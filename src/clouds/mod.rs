@@ -395,6 +395,26 @@ mod tests {
         }
     }
 
+    /// The tables' entries are stored as JSON text, their names and values cut out of it.
+    #[test]
+    fn every_entry_text_is_the_json_of_its_fields() {
+        let value = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+        for p in defaults() {
+            for e in &p.env {
+                let fields = serde_json::json!({"name": e.name, "value": e.value});
+                assert_eq!(value(&e.json), fields, "{}", e.json);
+            }
+            let sidecar_mounts = p.sidecar.as_ref().map(|s| s.mounts).unwrap_or(&[]);
+            for m in p.mounts.iter().chain(sidecar_mounts) {
+                let mut fields = serde_json::json!({"name": m.volume, "mountPath": m.path});
+                if m.read_only {
+                    fields["readOnly"] = true.into();
+                }
+                assert_eq!(value(&m.json), fields, "{}", m.json);
+            }
+        }
+    }
+
     #[test]
     fn every_string_is_valid_kubernetes() {
         for p in defaults() {
