@@ -18,67 +18,6 @@ pub fn read<'a, T: Deserialize<'a>>(json: &'a str) -> serde_json::Result<T> {
     serde_json::from_str(json)
 }
 
-/// JSON text as a [`serde_json::Value`]; `Null` for text that is not JSON. Read with a visitor of
-/// its own rather than `Value`'s, which (with `raw_value`) links serde's "invalid type" message
-/// and its float formatting: about 16 KB of module.
-pub fn value(json: &str) -> serde_json::Value {
-    read::<AnyValue>(json).map_or(serde_json::Value::Null, |v| v.0)
-}
-
-struct AnyValue(serde_json::Value);
-
-impl<'de> Deserialize<'de> for AnyValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(AnyVisitor).map(AnyValue)
-    }
-}
-
-struct AnyVisitor;
-
-impl<'de> Visitor<'de> for AnyVisitor {
-    type Value = serde_json::Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(serde_json::Value::String(v.to_string()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(serde_json::Value::String(v))
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(serde_json::Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(v.into())
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(serde_json::Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(AnyValue(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(serde_json::Value::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut members = serde_json::Map::new();
-        while let Some(Loose(Text(key))) = map.next_key::<Loose<Text<'de>>>()? {
-            let AnyValue(value) = map.next_value()?;
-            members.insert(key.unwrap_or_default().into_owned(), value);
-        }
-        Ok(serde_json::Value::Object(members))
-    }
-}
-
 /// A value read leniently: the wrong JSON type reads as `T::default()`.
 #[derive(Debug, Default)]
 pub struct Loose<T>(pub T);
@@ -303,29 +242,6 @@ pub fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
-
-    /// What `Value`'s own reader makes of the text, which [`value`] stands in for.
-    fn serde_value(json: &str) -> Value {
-        serde_json::from_str(json).unwrap_or(Value::Null)
-    }
-
-    #[test]
-    fn value_reads_as_serde_json_does() {
-        for json in [
-            r#"{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}"#,
-            r#"{"a": 1, "a": 2, "b": [true, null, -3, 2.5, 1e300, "x\u00e9"], "c": {}}"#,
-            r#"[18446744073709551615, -9223372036854775808, 0.1]"#,
-            r#""text""#,
-            "7",
-            "null",
-            "not json",
-            r#"{"a": 1e400}"#,
-            r#"{"a": 1"#,
-        ] {
-            assert_eq!(value(json), serde_value(json), "{json}");
-        }
-    }
 
     #[test]
     fn list_tells_a_list_from_other_values_and_from_text_that_is_not_json() {

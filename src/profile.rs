@@ -4,9 +4,9 @@
 
 use std::borrow::Cow;
 
+use crate::tape::{Tape, Value as TapeValue};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
-use serde_json::Value;
 
 use crate::fragment::{Fragment, push_string, render};
 use crate::ratio::Ratio;
@@ -305,8 +305,38 @@ impl Volume<'static> {
 impl Volume<'_> {
     /// Whether a pod volume of the same name is this volume, reading the API server's defaults
     /// (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
-    pub fn same_as(&self, pod_volume: &Value) -> bool {
-        normalized(pod_volume) == normalized(&crate::lenient::value(&render(self)))
+    pub fn same_as(&self, pod_volume: &str) -> bool {
+        let ours = render(self);
+        let (Ok(theirs), Ok(ours)) = (
+            crate::lenient::read::<Tape<'_>>(pod_volume),
+            crate::lenient::read::<Tape<'_>>(&ours),
+        ) else {
+            return false;
+        };
+        theirs
+            .root()
+            .same_members(&ours.root(), &|key, theirs, ours| {
+                let (Some(theirs), Some(ours)) = (theirs, ours) else {
+                    return false;
+                };
+                // The API server's defaults read as their absence.
+                match key {
+                    "hostPath" => theirs.same_members(&ours, &|key, a, b| {
+                        let defaulted = |v: &TapeValue<'_, '_>| {
+                            key == "type" && v.as_str().is_some_and(|t| t.is_empty())
+                        };
+                        same_member(a.filter(|v| !defaulted(v)), b.filter(|v| !defaulted(v)))
+                    }),
+                    "configMap" => theirs.same_members(&ours, &|key, a, b| {
+                        let defaulted = |v: &TapeValue<'_, '_>| {
+                            key == "defaultMode"
+                                && v.as_number().and_then(|n| n.as_u64()) == Some(420)
+                        };
+                        same_member(a.filter(|v| !defaulted(v)), b.filter(|v| !defaulted(v)))
+                    }),
+                    _ => theirs.same(&ours),
+                }
+            })
     }
 }
 
@@ -352,25 +382,12 @@ impl Serialize for Volume<'_> {
     }
 }
 
-fn normalized(volume: &Value) -> Value {
-    let mut volume = volume.clone();
-    if let Some(host_path) = volume
-        .pointer_mut("/hostPath")
-        .and_then(Value::as_object_mut)
-    {
-        if host_path.get("type").and_then(Value::as_str) == Some("") {
-            host_path.remove("type");
-        }
+/// One key's members of two objects: equal, or both absent.
+fn same_member(a: Option<TapeValue<'_, '_>>, b: Option<TapeValue<'_, '_>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.same(&b),
+        (a, b) => a.is_none() && b.is_none(),
     }
-    if let Some(config_map) = volume
-        .pointer_mut("/configMap")
-        .and_then(Value::as_object_mut)
-    {
-        if config_map.get("defaultMode").and_then(Value::as_u64) == Some(420) {
-            config_map.remove("defaultMode");
-        }
-    }
-    volume
 }
 
 impl<'a> Sidecar<'a> {
@@ -526,27 +543,44 @@ mod tests {
     #[test]
     fn defaults_the_api_server_fills_in_compare_equal() {
         let topo = config_map("nccl-topo", "nccl-topo");
-        assert!(topo.same_as(&json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo"}})));
         assert!(topo.same_as(
-            &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}})
+            &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo"}}).to_string()
         ));
-        assert!(!topo.same_as(&json!({"name": "nccl-topo", "configMap": {"name": "other"}})));
-        assert!(!topo.same_as(
-            &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 256}})
-        ));
+        assert!(topo.same_as(&json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}}).to_string()));
+        assert!(
+            !topo
+                .same_as(&json!({"name": "nccl-topo", "configMap": {"name": "other"}}).to_string())
+        );
+        assert!(!topo.same_as(&json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 256}}).to_string()));
 
         let sys = Volume::host_path("nvtcpxo-sys", "/sys", None);
-        assert!(
-            sys.same_as(&json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": ""}}))
-        );
-        assert!(!sys.same_as(
-            &json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": "Directory"}})
+        assert!(sys.same_as(
+            &json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": ""}}).to_string()
         ));
+        assert!(
+            !sys.same_as(
+                &json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": "Directory"}})
+                    .to_string()
+            )
+        );
         let shm = Volume {
             name: "nv-shared-memory",
             source: Source::Memory,
         };
-        assert!(!shm.same_as(&json!({"name": "nv-shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}})));
+        assert!(!shm.same_as(&json!({"name": "nv-shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}).to_string()));
+        // The pod's text, as the request has it: any member order, repeated keys (the last
+        // counts), and nothing more or less than ours.
+        assert!(
+            sys.same_as(r#"{"hostPath": {"type": "", "path": "/sys"}, "name": "nvtcpxo-sys"}"#)
+        );
+        assert!(sys.same_as(
+            r#"{"name": "x", "hostPath": {"path": "/tmp"}, "name": "nvtcpxo-sys", "hostPath": {"path": "/sys"}}"#
+        ));
+        assert!(!sys.same_as(r#"{"name": "nvtcpxo-sys", "hostPath": {"path": "/sys"}, "x": 1}"#));
+        assert!(!sys.same_as(r#"{"name": "nvtcpxo-sys"}"#));
+        assert!(!sys.same_as("not json"));
+        let empty = Volume::host_path("e", "", None);
+        assert!(empty.same_as(r#"{"name": "e", "hostPath": {"path": ""}}"#));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `"1500m"` and `1000` may arrive as `"1k"`: the whole grammar is read, exactly, and anything that
 //! is not a non-negative whole number is an error rather than a guess.
 
-use serde_json::Value;
+use crate::tape::Tape;
 
 /// Why a quantity is not a device count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,27 +27,29 @@ impl QuantityError {
     }
 }
 
-/// The whole number that a quantity value (a JSON string or number) stands for.
-pub fn whole(value: &Value) -> Result<u64, QuantityError> {
-    match value {
-        Value::String(s) => parse(s),
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                Ok(u)
-            } else if n.as_i64().is_some() {
-                Err(QuantityError::NotWhole)
-            } else {
-                let f = n.as_f64().ok_or(QuantityError::NotAQuantity)?;
-                if f < 0.0 || f.fract() != 0.0 {
-                    Err(QuantityError::NotWhole)
-                } else if f >= u64::MAX as f64 {
-                    Err(QuantityError::TooLarge)
-                } else {
-                    Ok(f as u64)
-                }
-            }
+/// The whole number that a quantity's JSON text (a string or a number) stands for.
+pub fn whole(json: &str) -> Result<u64, QuantityError> {
+    let Ok(tape) = crate::lenient::read::<Tape<'_>>(json) else {
+        return Err(QuantityError::NotAQuantity);
+    };
+    let value = tape.root();
+    if let Some(s) = value.as_str() {
+        return parse(s);
+    }
+    let n = value.as_number().ok_or(QuantityError::NotAQuantity)?;
+    if let Some(u) = n.as_u64() {
+        Ok(u)
+    } else if n.as_i64().is_some() {
+        Err(QuantityError::NotWhole)
+    } else {
+        let f = n.as_f64().ok_or(QuantityError::NotAQuantity)?;
+        if f < 0.0 || f.fract() != 0.0 {
+            Err(QuantityError::NotWhole)
+        } else if f >= u64::MAX as f64 {
+            Err(QuantityError::TooLarge)
+        } else {
+            Ok(f as u64)
         }
-        _ => Err(QuantityError::NotAQuantity),
     }
 }
 
@@ -149,7 +151,6 @@ fn suffix_scale(suffix: &str) -> Result<(i32, u32), QuantityError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn whole_numbers_in_every_spelling() {
@@ -207,12 +208,12 @@ mod tests {
 
     #[test]
     fn json_numbers() {
-        assert_eq!(whole(&json!(8)), Ok(8));
-        assert_eq!(whole(&json!(8.0)), Ok(8));
-        assert_eq!(whole(&json!(-1)), Err(QuantityError::NotWhole));
-        assert_eq!(whole(&json!(1.5)), Err(QuantityError::NotWhole));
-        assert_eq!(whole(&json!(1e300)), Err(QuantityError::TooLarge));
-        assert_eq!(whole(&json!(true)), Err(QuantityError::NotAQuantity));
-        assert_eq!(whole(&json!(null)), Err(QuantityError::NotAQuantity));
+        assert_eq!(whole("8"), Ok(8));
+        assert_eq!(whole("8.0"), Ok(8));
+        assert_eq!(whole("-1"), Err(QuantityError::NotWhole));
+        assert_eq!(whole("1.5"), Err(QuantityError::NotWhole));
+        assert_eq!(whole("1e300"), Err(QuantityError::TooLarge));
+        assert_eq!(whole("true"), Err(QuantityError::NotAQuantity));
+        assert_eq!(whole("null"), Err(QuantityError::NotAQuantity));
     }
 }

@@ -191,7 +191,52 @@ impl<'t, 'a> Value<'t, 'a> {
     pub fn count(&self) -> usize {
         self.children().count()
     }
+
+    /// Whether two values are the same JSON, as two decoded trees compare: objects by their
+    /// members in any order (the last of a repeated key), lists item by item.
+    pub fn same(&self, other: &Value<'_, '_>) -> bool {
+        match (&self.node().value, &other.node().value) {
+            (Scalar::Object { .. }, Scalar::Object { .. }) => {
+                self.same_members(other, &|_, ours, theirs| match (ours, theirs) {
+                    (Some(ours), Some(theirs)) => ours.same(&theirs),
+                    _ => false,
+                })
+            }
+            (Scalar::List { .. }, Scalar::List { .. }) => {
+                self.count() == other.count()
+                    && self.items().zip(other.items()).all(|(a, b)| a.same(&b))
+            }
+            (Scalar::Null, Scalar::Null) => true,
+            (Scalar::Bool(a), Scalar::Bool(b)) => a == b,
+            (Scalar::Number(a), Scalar::Number(b)) => a == b,
+            (Scalar::String(a), Scalar::String(b)) => a == b,
+            // Text kept lazily is compared as text.
+            (Scalar::Text(a), Scalar::Text(b)) => a.get() == b.get(),
+            _ => false,
+        }
+    }
+
+    /// Whether two objects have the same members, `member` judging each key of either (with the
+    /// value each has for it, if any). Not objects: false.
+    pub fn same_members<'s, 'o>(
+        &self,
+        other: &Value<'s, 'o>,
+        member: &SameMember<'_, 't, 'a, 's, 'o>,
+    ) -> bool {
+        let objects = self.json_type() == JsonType::Object && other.json_type() == JsonType::Object;
+        objects
+            && self
+                .members()
+                .all(|(key, _)| member(key, self.get(key), other.get(key)))
+            && other
+                .members()
+                .all(|(key, _)| member(key, self.get(key), other.get(key)))
+    }
 }
+
+/// Judges one key's members of two objects (either may lack it): see [`Value::same_members`].
+pub type SameMember<'f, 't, 'a, 's, 'o> =
+    dyn Fn(&str, Option<Value<'t, 'a>>, Option<Value<'s, 'o>>) -> bool + 'f;
 
 /// Walks the direct children of a value, skipping each child's own members.
 struct Children<'t, 'a> {
@@ -375,9 +420,73 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value as Json;
 
     fn tape(text: &str) -> Tape<'_> {
         crate::lenient::read(text).expect("JSON")
+    }
+
+    /// JSON values with few distinct keys and scalars, so that equal pairs are common.
+    fn json() -> impl Strategy<Value = Json> {
+        let leaf = prop_oneof![
+            Just(Json::Null),
+            any::<bool>().prop_map(Json::from),
+            (-2i64..3).prop_map(Json::from),
+            prop_oneof![Just(0.5), Just(2.0), Just(-0.0)].prop_map(Json::from),
+            prop_oneof![Just(""), Just("a"), Just("é\"")].prop_map(Json::from),
+        ];
+        leaf.prop_recursive(3, 24, 3, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Json::Array),
+                proptest::collection::vec(
+                    (prop_oneof![Just("a"), Just("b"), Just("c")], inner),
+                    0..3
+                )
+                .prop_map(|members| {
+                    Json::Object(
+                        members
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    /// The text of a value with every object's members in reverse order and its first member
+    /// repeated before them with another value (which the last of the key overrides).
+    fn shuffled(value: &Json) -> String {
+        match value {
+            Json::Object(members) => {
+                let mut parts: Vec<String> = members
+                    .iter()
+                    .rev()
+                    .map(|(k, v)| format!("{}:{}", Json::from(k.as_str()), shuffled(v)))
+                    .collect();
+                if let Some((k, _)) = members.iter().next() {
+                    parts.insert(0, format!("{}:[\"overridden\"]", Json::from(k.as_str())));
+                }
+                format!("{{{}}}", parts.join(","))
+            }
+            Json::Array(items) => {
+                let items: Vec<String> = items.iter().map(shuffled).collect();
+                format!("[{}]", items.join(","))
+            }
+            scalar => scalar.to_string(),
+        }
+    }
+
+    proptest! {
+        /// `same` is the equality of decoded trees, whatever the member order or repeats.
+        #[test]
+        fn same_is_the_equality_of_decoded_values(a in json(), b in json()) {
+            let (a_text, b_text) = (shuffled(&a), shuffled(&b));
+            let (ta, tb) = (tape(&a_text), tape(&b_text));
+            prop_assert!(ta.root().same(&tape(&a.to_string()).root()));
+            prop_assert_eq!(ta.root().same(&tb.root()), a == b, "{} vs {}", a_text, b_text);
+        }
     }
 
     #[test]

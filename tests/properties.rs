@@ -1816,12 +1816,15 @@ fn violations(pod: &Value) -> BTreeSet<String> {
                 let limit = limits.and_then(|l| l.get(key)).filter(|v| !v.is_null());
                 if is_extended(key) {
                     for v in request.iter().chain(limit.iter()) {
-                        if quantity::whole(v).is_err() {
+                        if quantity::whole(&v.to_string()).is_err() {
                             found.insert(format!("{at}: {key} {v} is not a whole number"));
                         }
                     }
                     let same = match (request, limit) {
-                        (Some(r), Some(l)) => quantity::whole(r).ok() == quantity::whole(l).ok(),
+                        (Some(r), Some(l)) => {
+                            quantity::whole(&r.to_string()).ok()
+                                == quantity::whole(&l.to_string()).ok()
+                        }
                         (Some(_), None) => false,
                         _ => true,
                     };
@@ -1927,7 +1930,7 @@ fn gpus(container: &Value, resources: &[String]) -> Option<u64> {
                         .get(resource)
                         .filter(|v| !v.is_null())
                 })
-                .and_then(|v| quantity::whole(v).ok())
+                .and_then(|v| quantity::whole(&v.to_string()).ok())
         })
         .fold(None, |sum: Option<u64>, n| {
             Some(sum.unwrap_or(0).saturating_add(n))

@@ -110,7 +110,7 @@ pub(super) fn requested<'o>(
 
 /// The whole number a quantity's JSON text stands for.
 pub(super) fn whole(json: &str) -> Result<u64, QuantityError> {
-    quantity::whole(&crate::lenient::value(json))
+    quantity::whole(json)
 }
 
 /// A quantity that is not a whole number of devices, named by container and value.

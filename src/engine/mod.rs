@@ -328,8 +328,7 @@ fn read_volumes<'p>(
             continue;
         };
         found.existing.push(ours.name);
-        let theirs = crate::lenient::value(theirs.get());
-        if !ours.same_as(&theirs) {
+        if !ours.same_as(theirs.get()) {
             found.conflicts.push(ours.name);
         }
     }
