@@ -33,6 +33,8 @@ use serde_json::{Map, Value, json};
 
 #[path = "support/patch_rule.rs"]
 mod patch_rule;
+#[path = "support/claim_rules.rs"]
+mod claim_rules;
 
 const CUSTOM_TRIGGER: &str = "example.com/fast-net";
 
@@ -1716,7 +1718,8 @@ fn annotation_seccomp(value: &str) -> Option<&'static str> {
 }
 
 fn violations(pod: &Value) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
+    // The API server's rules for DRA claims (`support/claim_rules.rs`, shared with the e2e host).
+    let mut found: BTreeSet<String> = claim_rules::violations(pod).into_iter().collect();
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     let annotations = pod
         .pointer("/metadata/annotations")
