@@ -31,10 +31,10 @@ use proptest::prelude::*;
 use proptest::sample::{Index, select, subsequence};
 use serde_json::{Map, Value, json};
 
-#[path = "support/patch_rule.rs"]
-mod patch_rule;
 #[path = "support/claim_rules.rs"]
 mod claim_rules;
+#[path = "support/patch_rule.rs"]
+mod patch_rule;
 
 const CUSTOM_TRIGGER: &str = "example.com/fast-net";
 

@@ -48,10 +48,10 @@ pub fn read_yaml(path: &Path) -> Result<Value> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_yaml::from_str(&text).with_context(|| format!("{} is not YAML or JSON", path.display()))
 }
-#[path = "../../tests/support/patch_rule.rs"]
-mod patch_rule;
 #[path = "../../tests/support/claim_rules.rs"]
 pub mod claim_rules;
+#[path = "../../tests/support/patch_rule.rs"]
+mod patch_rule;
 
 /// The policy module, compiled once.
 pub struct Policy {

@@ -50,7 +50,7 @@ impl<'c> Claim<'c> {
     ) -> Result<(bool, bool), Rejection> {
         let template = with_count(&self.setting.template, count);
         if !is_dns1123_subdomain(&template) {
-            return Err(Rejection::Settings {
+            return Err(Rejection::ClaimTemplate {
                 message: format!(
                     "{}.template gives {template:?} for this pod ({count} devices), which is not a ResourceClaimTemplate name (a DNS subdomain of at most 253 characters); shorten the template's name",
                     self.setting.setting
@@ -170,7 +170,7 @@ mod tests {
         let mut p = pod(vec![gpu_container("t", json!(8))]);
         let error = inject(&mut p, &config).unwrap_err().to_string();
         assert!(
-            error.starts_with("the policy settings are invalid: azure.deviceClaim.template gives"),
+            error.starts_with("azure.deviceClaim.template gives"),
             "{error}"
         );
     }

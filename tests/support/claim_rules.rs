@@ -36,7 +36,9 @@ pub fn violations(pod: &Value) -> Vec<String> {
             Some(name) => {
                 if !is_dns1123_label(name) {
                     found.push(format!("{at}.name: {name:?} is not a DNS-1123 label"));
-                } else if let (Some(pod_name), Some(_)) = (pod_name, text("resourceClaimTemplateName")) {
+                } else if let (Some(pod_name), Some(_)) =
+                    (pod_name, text("resourceClaimTemplateName"))
+                {
                     let claim_name = format!("{pod_name}-{name}");
                     if !is_dns1123_subdomain(&claim_name) {
                         found.push(format!(
@@ -77,7 +79,11 @@ pub fn violations(pod: &Value) -> Vec<String> {
             let claims = list(container.pointer("/resources/claims"));
             for (j, claim) in claims.iter().enumerate() {
                 let at = format!("spec.{kind}[{i}].resources.claims[{j}]");
-                match claim.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+                match claim
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty())
+                {
                     None => found.push(format!("{at}: Required value")),
                     Some(name) => {
                         if seen.contains(&name) {
@@ -147,27 +153,77 @@ mod tests {
     #[test]
     fn each_rule_is_found() {
         for (claims, container_claims, expected) in [
-            (json!([{"resourceClaimName": "a"}]), json!([]), "spec.resourceClaims[0].name: Required value"),
-            (json!([{"name": "a", "resourceClaimName": "x"}, {"name": "a", "resourceClaimName": "y"}]), json!([]), "spec.resourceClaims[1].name: Duplicate value: \"a\""),
-            (json!([{"name": "A_b", "resourceClaimName": "x"}]), json!([]), "spec.resourceClaims[0].name: \"A_b\" is not a DNS-1123 label"),
-            (json!([{"name": "a"}]), json!([]), "spec.resourceClaims[0]: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"),
-            (json!([{"name": "a", "resourceClaimName": "x", "resourceClaimTemplateName": "y"}]), json!([]), "spec.resourceClaims[0]: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"),
-            (json!([{"name": "a", "resourceClaimTemplateName": "Bad"}]), json!([]), "spec.resourceClaims[0].resourceClaimTemplateName: \"Bad\" is not a DNS-1123 subdomain"),
-            (json!([{"name": "a", "resourceClaimTemplateName": "x".repeat(254)}]), json!([]), "is not a DNS-1123 subdomain"),
-            (json!([{"name": "a".repeat(63), "resourceClaimTemplateName": "t"}]), json!([{"name": "a".repeat(63)}]), ""),
-            (json!([{"name": "a", "resourceClaimName": "x"}]), json!([{"name": "b"}]), "spec.containers[0].resources.claims[0]: Not found: \"b\": must be one of the names in pod.spec.resourceClaims"),
-            (json!([{"name": "a", "resourceClaimName": "x"}]), json!([{"name": "a"}, {"name": "a"}]), "spec.containers[0].resources.claims[1]: Duplicate value: \"a\""),
-            (json!([{"name": "a", "resourceClaimName": "x"}]), json!([{}]), "spec.containers[0].resources.claims[0]: Required value"),
+            (
+                json!([{"resourceClaimName": "a"}]),
+                json!([]),
+                "spec.resourceClaims[0].name: Required value",
+            ),
+            (
+                json!([{"name": "a", "resourceClaimName": "x"}, {"name": "a", "resourceClaimName": "y"}]),
+                json!([]),
+                "spec.resourceClaims[1].name: Duplicate value: \"a\"",
+            ),
+            (
+                json!([{"name": "A_b", "resourceClaimName": "x"}]),
+                json!([]),
+                "spec.resourceClaims[0].name: \"A_b\" is not a DNS-1123 label",
+            ),
+            (
+                json!([{"name": "a"}]),
+                json!([]),
+                "spec.resourceClaims[0]: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
+            ),
+            (
+                json!([{"name": "a", "resourceClaimName": "x", "resourceClaimTemplateName": "y"}]),
+                json!([]),
+                "spec.resourceClaims[0]: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified",
+            ),
+            (
+                json!([{"name": "a", "resourceClaimTemplateName": "Bad"}]),
+                json!([]),
+                "spec.resourceClaims[0].resourceClaimTemplateName: \"Bad\" is not a DNS-1123 subdomain",
+            ),
+            (
+                json!([{"name": "a", "resourceClaimTemplateName": "x".repeat(254)}]),
+                json!([]),
+                "is not a DNS-1123 subdomain",
+            ),
+            (
+                json!([{"name": "a".repeat(63), "resourceClaimTemplateName": "t"}]),
+                json!([{"name": "a".repeat(63)}]),
+                "",
+            ),
+            (
+                json!([{"name": "a", "resourceClaimName": "x"}]),
+                json!([{"name": "b"}]),
+                "spec.containers[0].resources.claims[0]: Not found: \"b\": must be one of the names in pod.spec.resourceClaims",
+            ),
+            (
+                json!([{"name": "a", "resourceClaimName": "x"}]),
+                json!([{"name": "a"}, {"name": "a"}]),
+                "spec.containers[0].resources.claims[1]: Duplicate value: \"a\"",
+            ),
+            (
+                json!([{"name": "a", "resourceClaimName": "x"}]),
+                json!([{}]),
+                "spec.containers[0].resources.claims[0]: Required value",
+            ),
         ] {
             let found = violations(&pod(claims, container_claims));
             if expected.is_empty() {
                 assert!(found.is_empty(), "{found:?}");
             } else {
-                assert!(found.iter().any(|v| v.contains(expected)), "{expected}\n{found:?}");
+                assert!(
+                    found.iter().any(|v| v.contains(expected)),
+                    "{expected}\n{found:?}"
+                );
             }
         }
         // The claim made from a template is named <pod>-<claim>: a long pod name can break it.
-        let mut long = pod(json!([{"name": "rdma", "resourceClaimTemplateName": "t"}]), json!([]));
+        let mut long = pod(
+            json!([{"name": "rdma", "resourceClaimTemplateName": "t"}]),
+            json!([]),
+        );
         long["metadata"]["name"] = json!("p".repeat(250));
         assert_eq!(violations(&long).len(), 1);
     }
