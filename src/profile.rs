@@ -46,12 +46,23 @@ pub struct Profile<'a> {
 
 /// `template` with each `{count}` replaced by `count`.
 pub fn with_count(template: &str, count: u64) -> String {
-    let mut name = String::with_capacity(template.len());
+    // Through `fmt`, which the module has anyway: `to_string` inlines its own digit writer.
+    let digits = format!("{count}");
+    let mut name = String::with_capacity(template.len() + digits.len());
     let mut rest = template;
-    while let Some((head, tail)) = rest.split_once(COUNT) {
+    while let Some(at) = rest.find('{') {
+        let (head, tail) = rest.split_at(at);
         name.push_str(head);
-        name.push_str(&count.to_string());
-        rest = tail;
+        rest = match tail.strip_prefix(COUNT) {
+            Some(after) => {
+                name.push_str(&digits);
+                after
+            }
+            None => {
+                name.push('{');
+                tail.get(1..).unwrap_or_default()
+            }
+        };
     }
     name.push_str(rest);
     name

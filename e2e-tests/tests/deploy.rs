@@ -446,7 +446,10 @@ fn the_verified_policy_server_checks_modules_with_the_projects_key() {
 
 /// The built-in rows of behaviour.md §8 a DRA vendor file serves, with their GPUs: what a pod can
 /// name, and so what the template names it can be given are.
-const DRA_ROWS: &[(&str, &str, &[(&str, u64)])] = &[
+/// A vendor file, its cloud, and the machines (instance type, GPUs) it serves.
+type DraRows = (&'static str, &'static str, &'static [(&'static str, u64)]);
+
+const DRA_ROWS: &[DraRows] = &[
     (
         "examples/settings/vendor/aws-dra.yaml",
         "aws",

@@ -4,7 +4,7 @@
 //! change after creation; the policy acts only on CREATE (§2).
 
 use crate::error::Rejection;
-use crate::fragment::push_string;
+use crate::fragment::{push_string, render_string};
 use crate::k8s_names::is_dns1123_subdomain;
 use crate::lenient::Entry;
 use crate::merge::{Read, append, expect_read, items, names, object_entry};
@@ -38,6 +38,17 @@ impl<'c> Claim<'c> {
         nics.map_or(listed, |n| n.min(listed))
     }
 
+    #[cold]
+    fn not_a_name(&self, template: &str, count: u64) -> Rejection {
+        Rejection::ClaimTemplate {
+            message: format!(
+                "{}.template gives {} for this pod ({count} devices), which is not a ResourceClaimTemplate name (a DNS subdomain of at most 253 characters); shorten the template's name",
+                self.setting.setting,
+                render_string(template)
+            ),
+        }
+    }
+
     /// Adds the claim, made from the template for `count` devices, to `spec` unless the pod has a
     /// claim of its name or from that template, and names the pod's claim in every GPU
     /// container. Returns whether it changed the pod, and whether the pod has claims besides the
@@ -50,12 +61,7 @@ impl<'c> Claim<'c> {
     ) -> Result<(bool, bool), Rejection> {
         let template = with_count(&self.setting.template, count);
         if !is_dns1123_subdomain(&template) {
-            return Err(Rejection::ClaimTemplate {
-                message: format!(
-                    "{}.template gives {template:?} for this pod ({count} devices), which is not a ResourceClaimTemplate name (a DNS subdomain of at most 253 characters); shorten the template's name",
-                    self.setting.setting
-                ),
-            });
+            return Err(self.not_a_name(&template, count));
         }
         let claims = items::<Entry<'_>>(spec, "resourceClaims").map_err(|e| e.within("spec"))?;
         // A claim of the name, else a named claim from the template, is the fabric's already.

@@ -81,18 +81,19 @@ pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Reje
     };
     let Some(spec) = spec.filter(|_| !gpu_containers.is_empty()) else {
         let resources: Vec<&str> = config.gpu_resources.iter().map(|r| r.as_ref()).collect();
-        let resources = resources.join(" or ");
         // GPUs through DRA: a claim's devices cannot be counted at admission (behaviour.md §3.8).
-        let dra = object(pod, "spec")?.is_some_and(machine::has_claims);
-        outcome.warnings.push(if dra {
-            format!(
-                "pod opted in to multi-node networking but takes its GPUs through spec.resourceClaims and no container requests {resources}: the policy counts GPUs only from those resources, not from a claim's devices, so nothing was injected; request the GPUs as one of them, or wire the fabric in the pod itself"
+        let (through, end) = if object(pod, "spec")?.is_some_and(machine::has_claims) {
+            (
+                " takes its GPUs through spec.resourceClaims and",
+                ": the policy counts GPUs only from those resources, not from a claim's devices, so nothing was injected; request the GPUs as one of them, or wire the fabric in the pod itself",
             )
         } else {
-            format!(
-                "pod opted in to multi-node networking but no container requests {resources}; nothing was injected"
-            )
-        });
+            ("", "; nothing was injected")
+        };
+        outcome.warnings.push(format!(
+            "pod opted in to multi-node networking but{through} no container requests {}{end}",
+            resources.join(" or ")
+        ));
         return Ok(outcome);
     };
 
@@ -112,19 +113,13 @@ pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Reje
     let Some(fabric) = machine.fabric else {
         return Ok(outcome);
     };
-    let mut profile = config.cloud.profile(fabric, &machine.overlay);
-    if profile.claim.is_some() {
-        profile
-            .mounts
-            .retain(|m| !machine.dra_without.contains(&m.volume));
-        profile
-            .volumes
-            .retain(|v| !machine.dra_without.contains(&v.name));
-    } else if let Some(claimed) = config
-        .cloud
-        .overlay
-        .claimed()
-        .filter(|_| !machine.rows.is_empty())
+    let profile = config.cloud.profile(fabric, &machine.overlay);
+    if profile.claim.is_none()
+        && let Some(claimed) = config
+            .cloud
+            .overlay
+            .claimed()
+            .filter(|_| !machine.rows.is_empty())
     {
         outcome.warnings.push(format!(
             "multi-node networking: the settings give the {} fabric a DRA claim, but this pod's machine gets {}, which no DRA driver serves; it is wired as without DRA, which cannot work on nodes whose NICs a DRA driver holds",
@@ -162,12 +157,17 @@ fn apply(
     };
     let Volumes {
         existing: existing_volumes,
-        conflicts,
+        mut conflicts,
     } = read_volumes(spec, &profile.volumes)?;
     for volume in &conflicts {
         outcome.warnings.push(format!(
             "pod volume {volume:?} differs from the one multi-node networking needs; kept it and did not mount it"
         ));
+    }
+    // A DRA-only machine's pod does without some of the fabric's volumes (behaviour.md §3.8):
+    // left out as a conflicting one is, without its warning.
+    if profile.claim.is_some() {
+        conflicts.extend(machine.dra_without);
     }
     let pod_seccomp = seccomp.pod
         || object(spec, "securityContext")

@@ -66,10 +66,10 @@ pub fn violations(pod: &Value) -> Vec<String> {
             ("resourceClaimName", claim_name),
             ("resourceClaimTemplateName", template),
         ] {
-            if let Some(value) = value {
-                if !value.as_str().is_some_and(is_dns1123_subdomain) {
-                    found.push(format!("{at}.{key}: {value} is not a DNS-1123 subdomain"));
-                }
+            if let Some(value) = value
+                && !value.as_str().is_some_and(is_dns1123_subdomain)
+            {
+                found.push(format!("{at}.{key}: {value} is not a DNS-1123 subdomain"));
             }
         }
     }
