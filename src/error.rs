@@ -38,6 +38,9 @@ pub enum Rejection {
     /// A part of the settings read only for the pods that need it (an instance table's row) is
     /// wrong; the policy server refuses such settings when it loads them.
     Settings { message: String },
+    /// The `deviceClaim` template's name for this pod's device count is no name (behaviour.md
+    /// §3.8): the settings checked it for a one-digit count only.
+    ClaimTemplate { message: String },
 }
 
 pub const MAX_NETWORKS: u64 = 128;
@@ -132,6 +135,7 @@ impl fmt::Display for Rejection {
             Rejection::Settings { message } => {
                 write!(f, "the policy settings are invalid: {message}")
             }
+            Rejection::ClaimTemplate { message } => f.write_str(message),
         }
     }
 }

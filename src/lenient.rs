@@ -149,6 +149,8 @@ pub struct Entry<'a> {
     pub group: Text<'a>,
     pub version: Text<'a>,
     pub mount_path: Text<'a>,
+    /// A pod claim's `resourceClaimTemplateName`.
+    pub template: Text<'a>,
     /// A container's `volumeMounts`.
     pub mounts: Items<Entry<'a>>,
 }
@@ -164,6 +166,7 @@ impl<'a, 'de: 'a> Lenient<'de> for Entry<'a> {
                 "group" => &mut entry.group,
                 "version" => &mut entry.version,
                 "mountPath" => &mut entry.mount_path,
+                "resourceClaimTemplateName" => &mut entry.template,
                 "volumeMounts" => {
                     entry.mounts = map.next_value::<Loose<Items<Entry<'a>>>>()?.0;
                     return Ok(());

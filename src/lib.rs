@@ -29,8 +29,9 @@
 //! - **Text** ([`fragment`]): what the policy adds, rendered as JSON once per request (the
 //!   tables' env and mount entries at compile time) and spliced in.
 //!
-//! `serde_json::Value` remains only where a small value is compared whole: a pod volume against
-//! the policy's, the entries of a Multus JSON list, a quantity.
+//! `serde_json::Value` is not in the module: a small value compared whole (a pod volume against
+//! the policy's, a quantity) is read onto a tape, and a reader of the module's own answers every
+//! JSON type, since serde's "invalid type" message links its float formatting (BENCHMARKS.md).
 
 pub mod admission;
 pub mod clouds;

@@ -27,6 +27,8 @@ pub struct Machine<'a> {
     pub nics: Option<u64>,
     /// Some candidate machine is part of a multi-node NVLink domain.
     pub nvlink_domain: bool,
+    /// The fabric's volumes the pod does without: a DRA-only machine's (behaviour.md §3.8).
+    pub dra_without: &'static [&'static str],
     pub warnings: Vec<String>,
 }
 
@@ -98,16 +100,25 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
             None
         }
     };
-    // A machine wired only through DRA: nothing the policy adds would work.
+    // A machine wired only through DRA: nothing the policy adds would work, unless the settings
+    // give the fabric a claim (behaviour.md §3.8).
     let dra_only = known
         .iter()
-        .find_map(|row| row.machine.and_then(|m| m.dra_only));
-    let fabric = match dra_only {
-        Some(why) => {
+        .find_map(|row| row.machine.filter(|m| m.dra_only.is_some()));
+    let claimed =
+        |fabric: &'static Fabric| settings.overlay.claims(fabric) || overlay.claims(fabric);
+    let mut dra_without: &'static [&'static str] = &[];
+    let fabric = match (dra_only, fabric) {
+        (Some(machine), Some(fabric)) if claimed(fabric) => {
+            dra_without = machine.dra_without;
+            Some(fabric)
+        }
+        (Some(machine), _) => {
+            let why = machine.dra_only.unwrap_or_default();
             warnings.push(format!("multi-node networking not injected: {why}"));
             None
         }
-        None => fabric,
+        (None, fabric) => fabric,
     };
 
     let fewest = |of: &dyn Fn(&Row<'a>) -> Option<u64>| -> Option<u64> {
@@ -127,6 +138,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
         fabric,
         overlay,
         nvlink_domain,
+        dra_without,
         warnings,
     })
 }

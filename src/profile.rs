@@ -39,6 +39,48 @@ pub struct Profile<'a> {
     pub network: Option<Network<'a>>,
     /// The fabric needs the whole node: pods with fewer GPUs are warned about.
     pub whole_node: Option<WholeNode>,
+    /// The fabric's devices through a DRA claim instead of `device`, `interfaces` and `network`
+    /// (behaviour.md §3.8).
+    pub claim: Option<DeviceClaim<'a>>,
+}
+
+/// `template` with each `{count}` replaced by `count`.
+pub fn with_count(template: &str, count: u64) -> String {
+    // Through `fmt`, which the module has anyway: `to_string` inlines its own digit writer.
+    let digits = format!("{count}");
+    let mut name = String::with_capacity(template.len() + digits.len());
+    let mut rest = template;
+    while let Some(at) = rest.find('{') {
+        let (head, tail) = rest.split_at(at);
+        name.push_str(head);
+        rest = match tail.strip_prefix(COUNT) {
+            Some(after) => {
+                name.push_str(&digits);
+                after
+            }
+            None => {
+                name.push('{');
+                tail.get(1..).unwrap_or_default()
+            }
+        };
+    }
+    name.push_str(rest);
+    name
+}
+
+/// What stands for the pod's device count in a `deviceClaim` template.
+pub const COUNT: &str = "{count}";
+
+/// `deviceClaim`: the `ResourceClaimTemplate` the pod's claim of the fabric is made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceClaim<'a> {
+    /// The template's name; `{count}` stands for the pod's device count.
+    pub template: Cow<'a, str>,
+    /// The pod claim's name; `None` for the fabric's name.
+    pub name: Option<Cow<'a, str>>,
+    /// Where the settings set it (`aws.deviceClaim`), for the message when the name it gives a
+    /// pod is not one.
+    pub setting: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,6 +31,8 @@ use proptest::prelude::*;
 use proptest::sample::{Index, select, subsequence};
 use serde_json::{Map, Value, json};
 
+#[path = "support/claim_rules.rs"]
+mod claim_rules;
 #[path = "support/patch_rule.rs"]
 mod patch_rule;
 
@@ -778,6 +780,10 @@ fn resource_claims_part() -> impl Strategy<Value = Option<Value>> {
             json!([]),
             json!([{"name": "channel", "resourceClaimTemplateName": "job-compute-domain-channel"}]),
             json!([{"name": "rdma", "resourceClaimName": "a4x-max-rdma"}, {"name": "channel", "resourceClaimTemplateName": "imex-channel"}]),
+            // The fabric claimed already, by the name the settings give it or from their
+            // template (behaviour.md §3.8), beside a GPU claim.
+            json!([{"name": "efa", "resourceClaimTemplateName": "efa-32"}]),
+            json!([{"name": "nics", "resourceClaimTemplateName": "default-rdma"}, {"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]),
         ]),
     )
 }
@@ -843,6 +849,15 @@ fn pod(trigger: String, cloud: &'static str) -> impl Strategy<Value = Value> {
                     }
                 }
                 if let Some(claims) = claims {
+                    // The first container names the first claim, as the vendors' pods do.
+                    let first = claims.pointer("/0/name").cloned();
+                    if let (Some(name), Some(resources)) = (
+                        first,
+                        pod.pointer_mut("/spec/containers/0/resources")
+                            .and_then(Value::as_object_mut),
+                    ) {
+                        resources.insert("claims".into(), json!([{"name": name}]));
+                    }
                     pod["spec"]["resourceClaims"] = claims;
                 }
                 set_nulls(&mut pod, &nulls);
@@ -1137,6 +1152,7 @@ fn cloud_row_keys(cloud: &'static str) -> BoxedStrategy<Vec<(&'static str, Value
             ("efaLibraryPath", json!("/opt/efa")),
             ("cpuRequest", json!("250m")),
             ("efaDevicesPerGPU", json!(2)),
+            ("deviceClaim", json!({"template": "row-efa-{count}"})),
         ],
         // A row turns Azure's topology file off (the GB200 and MI300X rows do) or names another.
         "azure" => vec![
@@ -1144,6 +1160,7 @@ fn cloud_row_keys(cloud: &'static str) -> BoxedStrategy<Vec<(&'static str, Value
             ("ncclTopologyConfigMap", json!("")),
             ("ncclTopologyConfigMap", json!("nccl-topo-h100")),
             ("rdmaDeviceName", json!("ib")),
+            ("deviceClaim", json!({"template": "row-ib", "name": "ib"})),
         ],
         "gcp" => vec![
             ("fabric", json!("tcpxo")),
@@ -1167,10 +1184,12 @@ fn cloud_row_keys(cloud: &'static str) -> BoxedStrategy<Vec<(&'static str, Value
                 "rdma",
                 json!({"env": {"NCCL_NET": null, "NCCL_IB_TC": "53"}}),
             ),
+            ("rdma", json!({"deviceClaim": {"template": "row-rdma"}})),
         ],
         _ => vec![
             ("network", json!("default/rdma-vf")),
             ("rdmaDevicesPerGPU", json!(1)),
+            ("deviceClaim", json!({"template": "{count}-vfs"})),
         ],
     };
     // One key at most once: the last value drawn wins.
@@ -1310,6 +1329,22 @@ fn rdma_block() -> BoxedStrategy<Option<Value>> {
             }),
     )
     .boxed()
+}
+
+/// A `deviceClaim` (behaviour.md §3.8): with and without `{count}` and a name; names and templates
+/// that the pods' own claims have (`resource_claims_part`), so that "already claimed" is reached.
+fn claim_setting() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(
+        0.3,
+        select(vec![
+            json!({"template": "efa-{count}"}),
+            json!({"template": "efa-{count}", "name": "efa"}),
+            json!({"template": "default-rdma"}),
+            json!({"template": "{count}.nics", "name": "rdma"}),
+            json!({"template": "nics-{count}-x", "name": "channel"}),
+            json!({"template": "job-compute-domain-channel", "name": "fabric"}),
+        ]),
+    )
 }
 
 /// The keys every cloud block may have, added to `block`.
@@ -1455,7 +1490,7 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
             .boxed(),
     ];
     (
-        cloud,
+        (cloud, claim_setting()),
         any::<bool>(),
         proptest::option::weighted(0.2, Just(CUSTOM_TRIGGER)),
         proptest::option::weighted(0.3, select(vec![json!([]), json!(["PyTorchJob", "Job"])])),
@@ -1479,7 +1514,18 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
         ),
     )
         .prop_map(
-            |((name, block), all_four, trigger, kinds, groups, gpu_resources)| {
+            |(((name, mut block), claim), all_four, trigger, kinds, groups, gpu_resources)| {
+                // The fabric through DRA (behaviour.md §3.8): GCP's only for RDMA.
+                if let Some(claim) = claim {
+                    if name == "gcp" {
+                        if !block["rdma"].is_object() {
+                            block["rdma"] = json!({});
+                        }
+                        block["rdma"]["deviceClaim"] = claim;
+                    } else {
+                        block["deviceClaim"] = claim;
+                    }
+                }
                 let mut settings = Map::new();
                 if all_four {
                     // The chart's values list every cloud, the others disabled.
@@ -1716,7 +1762,8 @@ fn annotation_seccomp(value: &str) -> Option<&'static str> {
 }
 
 fn violations(pod: &Value) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
+    // The API server's rules for DRA claims (`support/claim_rules.rs`, shared with the e2e host).
+    let mut found: BTreeSet<String> = claim_rules::violations(pod).into_iter().collect();
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     let annotations = pod
         .pointer("/metadata/annotations")
@@ -2130,6 +2177,20 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
                 count(key);
             }
         }
+        // The fabric through DRA (behaviour.md §3.8).
+        if block.is_some_and(|b| {
+            b.get("deviceClaim").is_some() || b.pointer("/rdma/deviceClaim").is_some()
+        }) {
+            count("DRA settings");
+            let claims = |pod: &Value| as_list(pod.pointer("/spec/resourceClaims")).len();
+            if let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) {
+                if claims(&mutated) > claims(&pod) {
+                    count("mutated: claim added");
+                } else if claims(&pod) > 0 {
+                    count("mutated: fabric claimed already");
+                }
+            }
+        }
     }
     // Lower bounds well under what the generators produce today (mutated 34%, not opted in 25%,
     // opted in and accepted 36%, rejected 5%, well-typed 42%, naming where it runs 71%, env 39%,
@@ -2152,7 +2213,9 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
     // with spec.resourceClaims 216‰, GCP blocks with fabric keys 341‰, rows setting more than
     // counts 372‰; each GCP fabric injected (TCPXO 45‰, TCPX 20‰, RDMA 49‰); the warnings of
     // candidates of different fabrics 14‰, of A4X Max 14‰, of an NVLink machine without a
-    // claim 9‰, of a pod smaller than its whole-node fabric 79‰.
+    // claim 9‰, of a pod smaller than its whole-node fabric 79‰. Issue 17's: settings with a
+    // deviceClaim 296‰, a claim added 76‰, the fabric claimed by the pod already 5‰ (the A4X Max
+    // warning fell to 4‰: a GCP claim for RDMA wires that machine).
     for (what, at_least) in [
         ("asks for amd.com/gpu", 150),
         ("gpuResources", 100),
@@ -2167,6 +2230,9 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
         ("warned: DRA only", 4),
         ("warned: NVLink claim", 3),
         ("warned: whole node", 25),
+        ("DRA settings", 100),
+        ("mutated: claim added", 20),
+        ("mutated: fabric claimed already", 2),
     ] {
         at_least_per_mille(&counts, SAMPLE, what, at_least);
     }

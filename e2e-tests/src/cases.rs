@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Instance, Response, admission_request, checked_patch, pod_kind};
+use crate::{Instance, Response, admission_request, checked_claims, checked_patch, pod_kind};
 
 /// One mutation case.
 #[derive(Debug, Clone, Deserialize)]
@@ -181,6 +181,7 @@ pub fn run(instance: &Instance, case: &Case) -> Result<()> {
     check(&case.expect, &response)?;
     if let (Some(expected), Some(mutated)) = (&case.expect.pod, &response.mutated_object) {
         checked_patch(&case.object, mutated)?;
+        checked_claims(&case.object, mutated)?;
         if mutated != expected {
             bail!(
                 "mutated pod differs from the expected one:\n{}",

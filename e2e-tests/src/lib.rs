@@ -48,6 +48,8 @@ pub fn read_yaml(path: &Path) -> Result<Value> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_yaml::from_str(&text).with_context(|| format!("{} is not YAML or JSON", path.display()))
 }
+#[path = "../../tests/support/claim_rules.rs"]
+pub mod claim_rules;
 #[path = "../../tests/support/patch_rule.rs"]
 mod patch_rule;
 
@@ -179,4 +181,19 @@ impl Instance {
 /// its text. Returns the patch. The rule is shared with the property tests of the policy crate.
 pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch> {
     patch_rule::checked_patch(original, mutated).map_err(anyhow::Error::msg)
+}
+
+/// Checks that a mutation breaks none of the API server's rules for DRA claims
+/// ([`claim_rules`]) that the original kept: every case's output is held to them.
+pub fn checked_claims(original: &Value, mutated: &Value) -> Result<()> {
+    let before = claim_rules::violations(original);
+    let added: Vec<String> = claim_rules::violations(mutated)
+        .into_iter()
+        .filter(|v| !before.contains(v))
+        .collect();
+    anyhow::ensure!(
+        added.is_empty(),
+        "the mutated pod breaks the API server's claim rules: {added:#?}"
+    );
+    Ok(())
 }

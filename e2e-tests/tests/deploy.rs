@@ -208,7 +208,11 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
         let kind = value["kind"].as_str().unwrap_or_default();
         if !matches!(
             kind,
-            "AdmissionPolicy" | "ClusterAdmissionPolicy" | "ConfigMap" | "PolicyServer"
+            "AdmissionPolicy"
+                | "ClusterAdmissionPolicy"
+                | "ConfigMap"
+                | "PolicyServer"
+                | "ResourceClaimTemplate"
         ) {
             failures.push(format!("{file}: unexpected kind {kind:?}"));
         }
@@ -438,4 +442,103 @@ fn the_verified_policy_server_checks_modules_with_the_projects_key() {
             );
         }
     }
+}
+
+/// The built-in rows of behaviour.md §8 a DRA vendor file serves, with their GPUs: what a pod can
+/// name, and so what the template names it can be given are.
+/// A vendor file, its cloud, and the machines (instance type, GPUs) it serves.
+type DraRows = (&'static str, &'static str, &'static [(&'static str, u64)]);
+
+const DRA_ROWS: &[DraRows] = &[
+    (
+        "examples/settings/vendor/aws-dra.yaml",
+        "aws",
+        &[
+            ("p4d.24xlarge", 8),
+            ("p4de.24xlarge", 8),
+            ("p5.48xlarge", 8),
+            ("p5e.48xlarge", 8),
+            ("p5en.48xlarge", 8),
+            ("p6-b200.48xlarge", 8),
+            ("p6-b300.48xlarge", 8),
+            ("p5.4xlarge", 1),
+            ("p6e-gb200.36xlarge", 4),
+            ("ml.p4d.24xlarge", 8),
+            ("ml.p5.48xlarge", 8),
+            ("ml.p5en.48xlarge", 8),
+            ("ml.p6-b300.48xlarge", 8),
+            ("ml.p5.4xlarge", 1),
+            // A machine the table does not know: efaDevicesPerGPU.
+            ("", 8),
+        ],
+    ),
+    (
+        "examples/settings/vendor/gcp-dranet.yaml",
+        "gcp",
+        &[
+            ("a3-ultragpu-8g", 8),
+            ("a4-highgpu-8g", 8),
+            ("a4x-highgpu-4g", 4),
+            ("a4x-maxgpu-4g-metal", 4),
+            ("", 8),
+        ],
+    ),
+];
+
+/// Every ResourceClaimTemplate name a DRA vendor file can give a pod (each built-in row it
+/// serves, each GPU count from 1 to the node's) is a template shipped under `deploy/<cloud>/`:
+/// a missing one leaves the pod Pending. The names are read from the module's answers.
+#[test]
+fn every_claim_template_the_dra_vendor_files_name_is_shipped() {
+    let instance = policy().instance().unwrap();
+    let documents = deploy_documents();
+    let root = repo_root();
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for (vendor, cloud, rows) in DRA_ROWS {
+        let settings = yaml(&root.join(vendor));
+        let shipped: Vec<&str> = documents
+            .iter()
+            .filter(|d| {
+                d.value["kind"] == "ResourceClaimTemplate"
+                    && d.file.starts_with(&format!("deploy/{cloud}/"))
+            })
+            .filter_map(|d| d.value["metadata"]["name"].as_str())
+            .collect();
+        for (machine, gpus) in *rows {
+            for g in 1..=*gpus {
+                let mut pod = yaml(&root.join("examples/pod.yaml"));
+                pod["spec"]["containers"][0]["resources"] = json!({
+                    "limits": {"nvidia.com/gpu": g.to_string()},
+                    "requests": {"nvidia.com/gpu": g.to_string()}
+                });
+                if !machine.is_empty() {
+                    pod["spec"]["nodeSelector"] =
+                        json!({"node.kubernetes.io/instance-type": machine});
+                }
+                let answer = instance
+                    .validate(&admission_request("CREATE", &pod_kind(), &pod), &settings)
+                    .unwrap();
+                let mutated = answer
+                    .mutated_object
+                    .unwrap_or_else(|| panic!("{vendor}: {machine} × {g}: {:?}", answer.warnings));
+                let claims = mutated["spec"]["resourceClaims"].as_array().cloned();
+                let template = claims
+                    .iter()
+                    .flatten()
+                    .find_map(|c| c["resourceClaimTemplateName"].as_str().map(String::from))
+                    .unwrap_or_else(|| panic!("{vendor}: {machine} × {g}: no claim"));
+                named += 1;
+                if !shipped.contains(&template.as_str()) {
+                    missing.push(format!("{vendor}: {machine} × {g} GPUs: {template}"));
+                }
+            }
+        }
+    }
+    assert!(named > 100, "only {named} pods tried");
+    assert!(
+        missing.is_empty(),
+        "templates not under deploy/:\n{}",
+        missing.join("\n")
+    );
 }

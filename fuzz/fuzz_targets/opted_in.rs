@@ -7,7 +7,9 @@
 //! pod that is a JSON object gets the trigger annotation and a Volcano owner where its metadata
 //! can hold them; it is then sent as a Pod CREATE. Beyond "no panic", a mutation must only add to
 //! the pod (the rule of `tests/support/patch_rule.rs`), an interfaces annotation it adds must be
-//! one GKE reads, and a second pass over it must change nothing.
+//! one GKE reads, it must break none of the API server's claim rules the input kept
+//! (`tests/support/claim_rules.rs`: the DRA claims of `deviceClaim`), and a second pass over it
+//! must change nothing.
 #![no_main]
 
 use fixtures::{TRIGGER, create_payload, volcano_owner};
@@ -17,6 +19,8 @@ use serde_json::{Value, json};
 
 #[path = "../../tests/support/patch_rule.rs"]
 mod patch_rule;
+#[path = "../../tests/support/claim_rules.rs"]
+mod claim_rules;
 
 /// Settings the policy server would load.
 fn settings(json: &[u8]) -> Option<Value> {
@@ -107,6 +111,12 @@ fuzz_target!(|data: &[u8]| {
         }
         if let Err(e) = added_interfaces(&pod, &mutated) {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
+        }
+        let before = claim_rules::violations(&pod);
+        for violation in claim_rules::violations(&mutated) {
+            if !before.contains(&violation) {
+                panic!("{violation}\ninput: {pod}\nmutated: {mutated}");
+            }
         }
         match admission::evaluate(&create_payload(&mutated, &settings)) {
             Verdict::Accept { .. } => {}

@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, Fabric, Key, Kind, Machine, Param, SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu,
-    shared_memory,
+    Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, Param, SHARED_MEMORY_MOUNT, empty, per_gpu,
+    set_per_gpu, shared_memory,
 };
 use crate::k8s_names::is_absolute_path;
 use crate::profile::{Device, EnvVar, Mount, Profile, Source, Volume, mount, var};
@@ -44,6 +44,10 @@ const EFA_FABRIC: Fabric = Fabric {
             },
             apply: set_cpu_request,
         },
+        // The EFA DRA driver (DeviceClass efa.networking.k8s.aws), which EKS recommends for new
+        // clusters on 1.34+ (awsdocs/amazon-eks-user-guide `device-management-efa`; aws/eks-charts
+        // `stable/aws-dranet`, read 2026-09): no vpc.amazonaws.com/efa on its nodes.
+        DEVICE_CLAIM,
     ],
     exclusive: &[],
     profile,

@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL, SHARED_MEMORY_MOUNT,
-    empty, per_gpu, set_per_gpu, shared_memory,
+    Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
+    SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu, shared_memory,
 };
 use crate::k8s_names::{is_dns1123_subdomain, is_qualified_name_part};
 use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Source, Volume, mount, var};
@@ -48,6 +48,9 @@ const INFINIBAND: Fabric = Fabric {
             },
             apply: set_topology,
         },
+        // AKS managed DRANET (learn.microsoft.com/azure/aks/managed-support-for-dranet, read
+        // 2026-09): the InfiniBand NICs through a claim instead of rdma/*.
+        DEVICE_CLAIM,
     ],
     // A count per GPU and a count per container are two device plugins' ways of counting.
     exclusive: &[("rdmaDevicesPerGPU", "rdmaDevicesPerContainer")],

@@ -11,7 +11,9 @@ mod oci;
 
 use std::borrow::Cow;
 
-use crate::profile::{DeviceCount, EnvChange, EnvVar, Mount, Profile, Source, Volume, mount, var};
+use crate::profile::{
+    DeviceClaim, DeviceCount, EnvChange, EnvVar, Mount, Profile, Source, Volume, mount, var,
+};
 use crate::ratio::Ratio;
 
 /// Every cloud the policy knows, in the order messages list them.
@@ -72,8 +74,11 @@ pub struct Machine {
     pub facts: &'static str,
     /// Its GPUs form a multi-node NVLink domain: a job needs a ComputeDomain's channel claim.
     pub nvlink_domain: bool,
-    /// The machine gets its fabric only through DRA: nothing the policy injects can wire it.
+    /// The machine gets its fabric only through DRA: without a `deviceClaim`, nothing the policy
+    /// injects can wire it.
     pub dra_only: Option<&'static str>,
+    /// The volumes (and their mounts) of the fabric that a pod of a DRA-only machine does without.
+    pub dra_without: &'static [&'static str],
 }
 
 impl Machine {
@@ -86,6 +91,7 @@ impl Machine {
             facts: "",
             nvlink_domain: false,
             dra_only: None,
+            dra_without: &[],
         }
     }
 
@@ -115,10 +121,12 @@ impl Machine {
         }
     }
 
-    /// Wired only through DRA, for the reason `why`.
-    pub const fn dra_only(self, why: &'static str) -> Machine {
+    /// Wired only through DRA, for the reason `why`; its pods do `without` these volumes of the
+    /// fabric.
+    pub const fn dra_only(self, why: &'static str, without: &'static [&'static str]) -> Machine {
         Machine {
             dra_only: Some(why),
+            dra_without: without,
             ..self
         }
     }
@@ -201,6 +209,8 @@ pub enum Kind {
         valid: fn(&str) -> bool,
         what: &'static str,
     },
+    /// `{template, name}`: a DRA claim. Read as [`Param::Claim`].
+    Claim,
 }
 
 /// A key's value, read and checked.
@@ -211,6 +221,7 @@ pub enum Param<'a> {
     Text(Cow<'a, str>),
     Off,
     Texts(Vec<Cow<'a, str>>),
+    Claim(DeviceClaim<'a>),
 }
 
 /// Changes a list of variables by a settings `env` map (behaviour.md §3.6): a name the list has
@@ -269,6 +280,7 @@ fn empty() -> Profile<'static> {
         interfaces: None,
         network: None,
         whole_node: None,
+        claim: None,
     }
 }
 
@@ -293,6 +305,23 @@ const RDMA_BASE_TAIL: &[EnvVar<'static>] = &[
 fn set_per_gpu(profile: &mut Profile<'_>, param: Param<'_>) {
     if let (Some(device), Param::PerGpu(ratio)) = (&mut profile.device, param) {
         device.count = DeviceCount::PerGpu(ratio);
+    }
+}
+
+/// `deviceClaim`: the fabric's devices through a DRA claim (behaviour.md §3.8). The key of
+/// every fabric a DRA driver serves.
+const DEVICE_CLAIM: Key = Key {
+    name: DEVICE_CLAIM_KEY,
+    kind: Kind::Claim,
+    apply: set_claim,
+};
+
+/// The name of [`DEVICE_CLAIM`], which the settings' reader names where no fabric has it.
+pub const DEVICE_CLAIM_KEY: &str = "deviceClaim";
+
+fn set_claim<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    if let Param::Claim(claim) = param {
+        profile.claim = Some(claim);
     }
 }
 
@@ -550,6 +579,7 @@ mod tests {
                         other => panic!("give {other} a test value"),
                     },
                     Kind::Texts { len, .. } => json!(vec!["vpc1"; len.map_or(1, |(min, _)| min)]),
+                    Kind::Claim => json!({"template": "nics-{count}"}),
                 };
                 let settings = match fabric.block {
                     None => json!({cloud.name: {"enabled": true, key.name: value}}),

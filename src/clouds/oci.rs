@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL, SHARED_MEMORY_MOUNT,
-    empty, per_gpu, set_per_gpu, set_resource, shared_memory,
+    Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
+    SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu, set_resource, shared_memory,
 };
 use crate::k8s_names::{is_extended_resource, is_network_reference};
 use crate::profile::{Device, EnvVar, Network, Profile, var};
@@ -43,6 +43,10 @@ const SRIOV: Fabric = Fabric {
             },
             apply: set_network,
         },
+        // DRANET with an admin-made DeviceClass (kubernetes-sigs/dranet examples), or NVIDIA's
+        // dra-driver-sriov (network operator v26.7.0-rc.1; read 2026-09): the NICs move into the
+        // pod itself, so no VF request and no Multus list.
+        DEVICE_CLAIM,
     ],
     exclusive: &[],
     profile,

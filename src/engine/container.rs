@@ -22,6 +22,8 @@ pub(super) struct Additions<'p, 'a> {
     pub(super) profile: &'p Profile<'a>,
     /// How many devices, where the profile has a device.
     pub(super) count: Option<DeviceCount>,
+    /// The device comes through the pod's DRA claim (behaviour.md §3.8): counted, not requested.
+    pub(super) claimed: bool,
     pub(super) env: Block<'p, EnvVar<'a>>,
     pub(super) mounts: Block<'p, Mount<'a>>,
 }
@@ -33,6 +35,8 @@ pub(super) struct ContainerDone {
     pub(super) devices: u64,
     /// The volumes the policy mounted in it.
     pub(super) mounted: Vec<&'static str>,
+    /// It requests the device its claim stands for.
+    pub(super) twice: bool,
 }
 
 /// A container that requests a whole number of GPUs above zero.
@@ -146,10 +150,18 @@ pub(super) fn inject_container(
     let profile = additions.profile;
     let mut changed = false;
     let mut devices = 0;
-    if let (Some(device), Some(count)) = (&profile.device, additions.count) {
-        let (device_changed, n) = ensure_device(container, name, gpus, device, count)?;
-        changed |= device_changed;
-        devices = n;
+    let mut twice = false;
+    match (&profile.device, additions.count) {
+        (Some(device), Some(count)) if additions.claimed => {
+            devices = device_count(name, gpus, device, count)?;
+            twice = requested(container, &device.resource)?.is_some();
+        }
+        (Some(device), Some(count)) => {
+            let (device_changed, n) = ensure_device(container, name, gpus, device, count)?;
+            changed |= device_changed;
+            devices = n;
+        }
+        _ => {}
     }
     if let Some(cpu) = &profile.default_cpu_request {
         changed |= default_cpu(container, cpu)?;
@@ -165,6 +177,7 @@ pub(super) fn inject_container(
         changed,
         devices,
         mounted,
+        twice,
     })
 }
 
@@ -188,19 +201,7 @@ pub(super) fn ensure_device(
             false,
         ),
         None => {
-            let count = match count {
-                DeviceCount::PerContainer(n) => n,
-                DeviceCount::PerGpu(per_gpu) => {
-                    per_gpu
-                        .devices_for(gpus)
-                        .ok_or_else(|| Rejection::Overflow {
-                            container: name.to_string(),
-                            resource: resource.to_string(),
-                            gpus,
-                            per_gpu,
-                        })?
-                }
-            };
+            let count = device_count(name, gpus, device, count)?;
             if count == 0 {
                 return Ok((false, 0));
             }
@@ -214,6 +215,28 @@ pub(super) fn ensure_device(
         copied |= set_if_absent(quantities, resource, || value.clone());
     }
     Ok((changed || copied, count))
+}
+
+/// The devices `count` gives a container of `gpus` GPUs.
+fn device_count(
+    name: &str,
+    gpus: u64,
+    device: &Device<'_>,
+    count: DeviceCount,
+) -> Result<u64, Rejection> {
+    match count {
+        DeviceCount::PerContainer(n) => Ok(n),
+        DeviceCount::PerGpu(per_gpu) => {
+            per_gpu
+                .devices_for(gpus)
+                .ok_or_else(|| Rejection::Overflow {
+                    container: name.to_string(),
+                    resource: device.resource.to_string(),
+                    gpus,
+                    per_gpu,
+                })
+        }
+    }
 }
 
 /// `requests.cpu` for a container that sets no cpu at all. With a cpu limit the API server has

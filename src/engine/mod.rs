@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+mod claim;
 mod container;
 
 use crate::error::{Rejection, malformed};
@@ -78,8 +79,17 @@ pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Reje
     };
     let Some(spec) = spec.filter(|_| !gpu_containers.is_empty()) else {
         let resources: Vec<&str> = config.gpu_resources.iter().map(|r| r.as_ref()).collect();
+        // GPUs through DRA: a claim's devices cannot be counted at admission (behaviour.md §3.8).
+        let (through, end) = if object(pod, "spec")?.is_some_and(machine::has_claims) {
+            (
+                " takes its GPUs through spec.resourceClaims and",
+                ": the policy counts GPUs only from those resources, not from a claim's devices, so nothing was injected; request the GPUs as one of them, or wire the fabric in the pod itself",
+            )
+        } else {
+            ("", "; nothing was injected")
+        };
         outcome.warnings.push(format!(
-            "pod opted in to multi-node networking but no container requests {}; nothing was injected",
+            "pod opted in to multi-node networking but{through} no container requests {}{end}",
             resources.join(" or ")
         ));
         return Ok(outcome);
@@ -102,6 +112,18 @@ pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Reje
         return Ok(outcome);
     };
     let profile = config.cloud.profile(fabric, &machine.overlay);
+    if profile.claim.is_none()
+        && let Some(claimed) = config
+            .cloud
+            .overlay
+            .claimed()
+            .filter(|_| !machine.rows.is_empty())
+    {
+        outcome.warnings.push(format!(
+            "multi-node networking: the settings give the {} fabric a DRA claim, but this pod's machine gets {}, which no DRA driver serves; it is wired as without DRA, which cannot work on nodes whose NICs a DRA driver holds",
+            claimed.name, fabric.name
+        ));
+    }
     let pod_spec = PodSpec {
         seccomp,
         gpu_containers,
@@ -133,12 +155,17 @@ fn apply(
     };
     let Volumes {
         existing: existing_volumes,
-        conflicts,
+        mut conflicts,
     } = read_volumes(spec, &profile.volumes)?;
     for volume in &conflicts {
         outcome.warnings.push(format!(
             "pod volume {volume:?} differs from the one multi-node networking needs; kept it and did not mount it"
         ));
+    }
+    // A DRA-only machine's pod does without some of the fabric's volumes (behaviour.md §3.8):
+    // left out as a conflicting one is, without its warning.
+    if profile.claim.is_some() {
+        conflicts.extend(machine.dra_without);
     }
     let pod_seccomp = seccomp.pod
         || object(spec, "securityContext")
@@ -156,9 +183,13 @@ fn apply(
     }
 
     // The profile's additions as JSON text, written once and copied into every GPU container.
+    let claim = machine
+        .fabric
+        .and_then(|fabric| claim::Claim::of(profile, fabric.name));
     let additions = Additions {
         profile,
         count: placement.as_ref().map(|p| p.count),
+        claimed: claim.is_some(),
         env: Block::new(profile.env.iter()),
         mounts: Block::new(
             profile
@@ -183,6 +214,12 @@ fn apply(
         let done = inject_container(container, &name, gpus, &additions, seccomp_set)
             .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
         outcome.changed |= done.changed;
+        if let (true, Some(claim), Some(device)) = (done.twice, &claim, &profile.device) {
+            outcome.warnings.push(format!(
+                "multi-node networking: container {name} requests {}, which the pod's DRA claim {} stands for; the pod asks for its fabric twice and may never be scheduled: remove the request",
+                device.resource, claim.name
+            ));
+        }
         devices = devices.saturating_add(done.devices);
         mounted.extend(done.mounted);
     }
@@ -210,7 +247,17 @@ fn apply(
             ));
         }
     }
-    if machine.nvlink_domain && !machine::has_claims(spec) {
+    let mut other_claims = machine::has_claims(spec);
+    if let Some(claim) = &claim {
+        let count = match profile.device {
+            Some(_) => devices,
+            None => claim::Claim::nics(profile, machine.nics),
+        };
+        let (changed, others) = claim.add(spec, &gpu_containers, count)?;
+        outcome.changed |= changed;
+        other_claims = others;
+    }
+    if machine.nvlink_domain && !other_claims {
         outcome.warnings.push(
             "multi-node networking: the pod's machine is part of a multi-node NVLink domain, and the pod has no spec.resourceClaims: give its GPU container the claim of its job's ComputeDomain channel (resource.nvidia.com/v1beta1), whose name the policy cannot know".to_string(),
         );
@@ -224,7 +271,7 @@ fn apply(
         .filter(|v| !conflicts.contains(&v.name) && !existing_volumes.contains(&v.name))
         .collect();
     outcome.changed |= add_volumes(spec, wanted, &mounted)?;
-    outcome.changed |= annotate(pod, profile, machine.nics, devices)?;
+    outcome.changed |= annotate(pod, profile, machine.nics, devices, claim.is_some())?;
     Ok(outcome)
 }
 
@@ -259,14 +306,18 @@ fn add_sidecar(
 }
 
 /// Sets the profile's pod annotations where absent, and lists the Multus network once per device
-/// of the pod (`devices`).
+/// of the pod (`devices`); the NICs' annotations not where a DRA claim stands for them
+/// (`claimed`).
 fn annotate(
     pod: &mut Object<'_>,
     profile: &Profile<'_>,
     nics: Option<u64>,
     devices: u64,
+    claimed: bool,
 ) -> Result<bool, Rejection> {
-    if profile.annotations.is_empty() && profile.interfaces.is_none() && profile.network.is_none() {
+    let interfaces = profile.interfaces.as_ref().filter(|_| !claimed);
+    let network = profile.network.as_ref().filter(|_| !claimed);
+    if profile.annotations.is_empty() && interfaces.is_none() && network.is_none() {
         return Ok(false);
     }
     let metadata = object_entry(pod, "metadata")?;
@@ -275,12 +326,12 @@ fn annotate(
     for (key, value) in &profile.annotations {
         changed |= set_if_absent(annotations, key, || render_string(value));
     }
-    if let Some(interfaces) = &profile.interfaces {
+    if let Some(interfaces) = interfaces {
         changed |= set_if_absent(annotations, INTERFACES_ANNOTATION, || {
             render_string(&interfaces.json(nics))
         });
     }
-    let Some(network) = &profile.network else {
+    let Some(network) = network else {
         return Ok(changed);
     };
     let existing = match annotations.get(multus::ANNOTATION) {
@@ -423,7 +474,7 @@ impl SeccompAnnotations {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ratio::Ratio;
     use crate::settings::config_of;
@@ -432,7 +483,7 @@ mod tests {
     /// The engine on a pod given as a tree: read through the view, written back on success.
     const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-    fn inject(pod: &mut Value, config: &Config) -> Result<Outcome, Rejection> {
+    pub(super) fn inject(pod: &mut Value, config: &Config) -> Result<Outcome, Rejection> {
         let bytes = crate::merge::tests::payload(pod);
         let mut view = crate::view::read_object(&bytes, &POD)?;
         let outcome = super::inject(&mut view, config)?;
@@ -450,16 +501,16 @@ mod tests {
         config_of(json!({"oci": {"enabled": true}}))
     }
 
-    fn gpu_container(name: &str, gpus: Value) -> Value {
+    pub(super) fn gpu_container(name: &str, gpus: Value) -> Value {
         json!({"name": name, "image": "trainer", "resources": {"limits": {GPU_RESOURCE: gpus}}})
     }
 
-    fn pod(containers: Vec<Value>) -> Value {
+    pub(super) fn pod(containers: Vec<Value>) -> Value {
         json!({"metadata": {"name": "w"}, "spec": {"containers": containers}})
     }
 
     /// Injects, then checks that a second pass is a no-op.
-    fn inject_twice(pod: &mut Value, config: &Config) -> Outcome {
+    pub(super) fn inject_twice(pod: &mut Value, config: &Config) -> Outcome {
         let outcome = inject(pod, config).unwrap();
         let before = pod.clone();
         let again = inject(pod, config).unwrap();

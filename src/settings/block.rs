@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use super::overlay::{Overlay, Set};
 use super::reader::{Reader, show};
 use super::{INSTANCE_TYPES, MAX_PER_GPU, Rows, UserRow};
-use crate::clouds::{Cloud, Fabric};
+use crate::clouds::{Cloud, DEVICE_CLAIM_KEY, Fabric};
 use crate::error::Path;
 use crate::k8s_names::{is_capability, is_qualified_name_part};
 use crate::lenient::read;
@@ -64,7 +64,7 @@ impl Reader {
         let allowed = Reader::allowed(cloud, place);
         for (key, _) in block.members() {
             if !allowed.contains(&key.as_ref()) {
-                self.unknown_key(path, key, &allowed);
+                self.not_here(cloud, path, path, key, &allowed);
             }
         }
         let mut overlay = Overlay {
@@ -108,7 +108,7 @@ impl Reader {
             allowed.push(ENV);
             for (key, _) in inner.members() {
                 if !allowed.contains(&key.as_ref()) {
-                    self.unknown_key(at, key, &allowed);
+                    self.not_here(cloud, path, at, key, &allowed);
                 }
             }
             if fabric.block.is_some() {
@@ -120,6 +120,31 @@ impl Reader {
             }
         }
         overlay
+    }
+
+    /// A key not allowed at `at` (in `block`, a block of the cloud's keys): unknown, or a
+    /// `deviceClaim` in the keys of a fabric that no DRA driver serves, which is told where it goes.
+    fn not_here(
+        &mut self,
+        cloud: &Cloud,
+        block: &Path<'_>,
+        at: &Path<'_>,
+        key: &str,
+        allowed: &[&str],
+    ) {
+        let home = cloud
+            .fabrics
+            .iter()
+            .filter(|f| f.key(DEVICE_CLAIM_KEY).is_some())
+            .find_map(|f| f.block);
+        match home {
+            Some(home) if key == DEVICE_CLAIM_KEY => self.errors.push(format!(
+                "{}: no DRA driver is documented for this fabric; set it in {} for the fabric that has one",
+                Path::Key(at, key),
+                Path::Key(block, home)
+            )),
+            _ => self.unknown_key(at, key, allowed),
+        }
     }
 
     /// The keys of `fabric` that `block` sets.

@@ -577,7 +577,7 @@ mod tests {
     fn a_misspelt_key_is_named_with_the_right_spelling() {
         assert_eq!(
             errors(json!({"aws": {"enabled": true, "efaDevicesPerGpu": 4}})),
-            "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities, pinTransport, instanceTypes"
+            "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport, instanceTypes"
         );
         assert!(
             errors(json!({"gcp": {"enabled": true}, "tigger": "x"}))
@@ -740,7 +740,7 @@ mod tests {
             "bad type!": {"devicesPerNode": 1, "gpusPerNode": 1}
         }}}));
         for part in [
-            "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, efaDevicesPerGPU, efaLibraryPath, cpuRequest, env, capabilities, pinTransport",
+            "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport",
             "aws.instanceTypes[p5.48xlarge].devicesPerNode: must be a whole number from 0 to 1024, got 1025",
             "aws.instanceTypes[p5.48xlarge].gpusPerNode: must be a whole number from 1 to 64, got 0",
             "aws.instanceTypes[g6.48xlarge].gpusPerNode: missing; set the node's GPUs beside devicesPerNode",

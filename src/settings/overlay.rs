@@ -66,6 +66,21 @@ impl<'a> Overlay<'a> {
         }
     }
 
+    /// Whether this layer gives `fabric` a `deviceClaim` (behaviour.md §3.8).
+    pub fn claims(&self, fabric: &'static Fabric) -> bool {
+        self.set
+            .iter()
+            .any(|s| s.fabric == fabric && matches!(s.param, Param::Claim(_)))
+    }
+
+    /// The first fabric this layer gives a `deviceClaim`.
+    pub fn claimed(&self) -> Option<&'static Fabric> {
+        self.set
+            .iter()
+            .find(|s| matches!(s.param, Param::Claim(_)))
+            .map(|s| s.fabric)
+    }
+
     /// This layer over `base`, key by key: what this one sets wins, env entries merge by name.
     pub fn over(self, base: Overlay<'a>) -> Overlay<'a> {
         let mut set: Vec<Set<'a>> = base

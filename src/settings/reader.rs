@@ -9,8 +9,8 @@ use std::fmt::Display;
 use crate::clouds::{Kind, Param};
 use crate::error::Path;
 use crate::fragment::render_string;
-use crate::k8s_names::is_env_name;
-use crate::profile::EnvChange;
+use crate::k8s_names::{is_dns1123_label, is_dns1123_subdomain, is_env_name};
+use crate::profile::{DeviceClaim, EnvChange, with_count};
 use crate::ratio::{MAX_DECIMALS, Ratio};
 use crate::tape::{JsonType, Value};
 
@@ -113,7 +113,44 @@ impl Reader {
             Kind::Texts { len, valid, what } => {
                 self.strings(path, raw, len, valid, what).map(Param::Texts)
             }
+            Kind::Claim => self.claim(path, raw).map(Param::Claim),
         }
+    }
+
+    /// A `deviceClaim` (behaviour.md §3.8): `{template, name}`, the template a DNS subdomain once
+    /// `{count}` is a number, the name a DNS label.
+    fn claim<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Option<DeviceClaim<'a>> {
+        let must_be = &"an object such as {template: efa-{count}}";
+        let raw = self.of_type(path, raw, JsonType::Object, must_be)?;
+        const KEYS: [&str; 2] = ["template", "name"];
+        for (key, _) in raw.members() {
+            if !KEYS.contains(&key.as_ref()) {
+                self.unknown_key(path, key, &KEYS);
+            }
+        }
+        let at = Path::Key(path, "template");
+        let template = self.text(
+            &at,
+            raw.get("template"),
+            |t| is_dns1123_subdomain(&with_count(t, 1)),
+            "a ResourceClaimTemplate name (a DNS subdomain: lowercase letters, digits, '-' and '.'), in which {count} stands for the pod's device count",
+        );
+        if raw.get("template").is_none_or(|t| t.is_null()) {
+            self.errors.push(format!(
+                "{at}: missing; name the ResourceClaimTemplate of the pod's claim"
+            ));
+        }
+        let name = self.text(
+            &Path::Key(path, "name"),
+            raw.get("name"),
+            is_dns1123_label,
+            "a claim name (a DNS label: at most 63 lowercase letters, digits and '-')",
+        );
+        Some(DeviceClaim {
+            template: template?,
+            name,
+            setting: path.to_string(),
+        })
     }
 
     pub(super) fn per_gpu(&mut self, path: &Path<'_>, raw: Value<'_, '_>) -> Option<Ratio> {

@@ -592,6 +592,21 @@ fn cases() -> Result<Vec<Case>> {
             mi300x_worker(),
             Expect::Mutate,
         )?,
+        // Issue 17: the fabric through a DRA claim, with the vendor files that name one.
+        Case {
+            name: "8-GPU worker, EFA through a DRA claim (Kubeflow PyTorchJob)".to_string(),
+            cloud: "aws, DRA",
+            settings: example("vendor/aws-dra.yaml")?,
+            pod: pytorchjob_worker(),
+            expect: Expect::Mutate,
+        },
+        Case {
+            name: "8-GPU worker on A3 Ultra, managed DRANET (JobSet)".to_string(),
+            cloud: "gcp, DRANET",
+            settings: example("vendor/gcp-dranet.yaml")?,
+            pod: a3_ultra_worker(),
+            expect: Expect::Mutate,
+        },
         case(
             "30 containers, 1 GPU each",
             SCALING_CLOUD,

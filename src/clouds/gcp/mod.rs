@@ -54,10 +54,16 @@ const MACHINES: &[Machine] = &[
         .with(r#"{"fabric":"rdma"}"#)
         .nvlink(),
     // GB300: its 8 RDMA NICs come only through GKE managed DRANET (CEA
-    // `gpudirect-rdma/nccl-test-a4x-max.yaml`, 2026-03-19, carries no network annotation).
+    // `gpudirect-rdma/nccl-test-a4x-max.yaml`, 2026-03-19, carries no network annotation, claims
+    // `[compute-domain-channel, rdma]`, and mounts no gIB host directory: the plugin ships in its
+    // image). Wired only with `gcp.rdma.deviceClaim` (behaviour.md §3.8).
     Machine::new("a4x-maxgpu-4g-metal", 4, 8)
+        .with(r#"{"fabric":"rdma"}"#)
         .nvlink()
-        .dra_only("an A4X Max node gets its RDMA NICs only through GKE managed DRANET (DeviceClass mrdma.google.com), which the pod's own resource claims must request"),
+        .dra_only(
+            "an A4X Max node gets its RDMA NICs only through GKE managed DRANET (DeviceClass mrdma.google.com), which the pod's own resource claims must request",
+            &[rdma::GIB_VOLUME],
+        ),
 ];
 
 /// `cloud.google.com/gke-accelerator` values (CEA `gpudirect-rdma/` and `gpudirect-tcpx/`

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use super::{DEFAULT_INTERFACE, NETWORK_NAME, networks};
-use crate::clouds::{Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
+use crate::clouds::{DEVICE_CLAIM, Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::k8s_names::is_dns1123_subdomain;
 use crate::profile::{EnvVar, Interfaces, Mount, Profile, Volume, WholeNode, mount, var};
 
@@ -15,14 +15,19 @@ pub const RDMA: Fabric = Fabric {
     name: "rdma",
     block: Some("rdma"),
     env_block: None,
-    keys: &[Key {
-        kind: Kind::Texts {
-            len: Some((1, 16)),
-            valid: is_dns1123_subdomain,
-            what: NETWORK_NAME,
+    // GKE managed DRANET serves these machines' RDMA NICs (DeviceClass mrdma.google.com;
+    // VENDOR-FACTS part 2, "DRA"); Google documents it for no TCPX or TCPXO machine.
+    keys: &[
+        Key {
+            kind: Kind::Texts {
+                len: Some((1, 16)),
+                valid: is_dns1123_subdomain,
+                what: NETWORK_NAME,
+            },
+            ..networks(1)
         },
-        ..networks(1)
-    }],
+        DEVICE_CLAIM,
+    ],
     exclusive: &[],
     profile,
     // Google's values set NCCL_NET=gIB already.
@@ -57,6 +62,9 @@ const MOUNTS: &[Mount<'static>] = &[
     SHARED_MEMORY_MOUNT,
 ];
 
+/// The gIB plugin's host directory, which an A4X Max pod does without.
+pub(super) const GIB_VOLUME: &str = "nvrdma-gib";
+
 /// The manifests' network names, `rdma-0` … `rdma-7`, for eth2 … eth9.
 const NETWORKS: [&str; 8] = [
     "rdma-0", "rdma-1", "rdma-2", "rdma-3", "rdma-4", "rdma-5", "rdma-6", "rdma-7",
@@ -68,7 +76,7 @@ fn profile() -> Profile<'static> {
         mounts: MOUNTS.to_vec(),
         volumes: vec![
             Volume::host_path("nvrdma-libraries", "/home/kubernetes/bin/nvidia", None),
-            Volume::host_path("nvrdma-gib", "/home/kubernetes/bin/gib", None),
+            Volume::host_path(GIB_VOLUME, "/home/kubernetes/bin/gib", None),
             shared_memory(),
         ],
         annotations: vec![DEFAULT_INTERFACE],

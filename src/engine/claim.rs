@@ -1,0 +1,183 @@
+//! The fabric through DRA (behaviour.md §3.8): where the settings give the pod's fabric a
+//! `deviceClaim`, one pod claim made from its `ResourceClaimTemplate` stands for the device
+//! requests, GKE's interfaces or the Multus list, and every GPU container names it. Claims cannot
+//! change after creation; the policy acts only on CREATE (§2).
+
+use crate::error::Rejection;
+use crate::fragment::{push_string, render_string};
+use crate::k8s_names::is_dns1123_subdomain;
+use crate::lenient::Entry;
+use crate::merge::{Read, append, expect_read, items, names, object_entry};
+use crate::profile::{DeviceClaim, Profile, with_count};
+use crate::view::{Node, Object};
+
+use super::container::GpuContainer;
+
+/// The pod's claim of the fabric, before the pod has it.
+pub(super) struct Claim<'c> {
+    /// Its name in the pod: the settings', else the fabric's.
+    pub(super) name: &'c str,
+    pub(super) setting: &'c DeviceClaim<'c>,
+}
+
+impl<'c> Claim<'c> {
+    pub(super) fn of(profile: &'c Profile<'c>, fabric: &'static str) -> Option<Claim<'c>> {
+        let setting = profile.claim.as_ref()?;
+        Some(Claim {
+            name: setting.name.as_deref().unwrap_or(fabric),
+            setting,
+        })
+    }
+
+    /// The NICs a GCP pod's claim stands for: those its interfaces would list.
+    pub(super) fn nics(profile: &Profile<'_>, nics: Option<u64>) -> u64 {
+        let listed = profile
+            .interfaces
+            .as_ref()
+            .map_or(0, |i| i.networks.len() as u64);
+        nics.map_or(listed, |n| n.min(listed))
+    }
+
+    #[cold]
+    fn not_a_name(&self, template: &str, count: u64) -> Rejection {
+        Rejection::ClaimTemplate {
+            message: format!(
+                "{}.template gives {} for this pod ({count} devices), which is not a ResourceClaimTemplate name (a DNS subdomain of at most 253 characters); shorten the template's name",
+                self.setting.setting,
+                render_string(template)
+            ),
+        }
+    }
+
+    /// Adds the claim, made from the template for `count` devices, to `spec` unless the pod has a
+    /// claim of its name or from that template, and names the pod's claim in every GPU
+    /// container. Returns whether it changed the pod, and whether the pod has claims besides the
+    /// fabric's.
+    pub(super) fn add(
+        &self,
+        spec: &mut Object<'_>,
+        gpu_containers: &[GpuContainer],
+        count: u64,
+    ) -> Result<(bool, bool), Rejection> {
+        let template = with_count(&self.setting.template, count);
+        if !is_dns1123_subdomain(&template) {
+            return Err(self.not_a_name(&template, count));
+        }
+        let claims = items::<Entry<'_>>(spec, "resourceClaims").map_err(|e| e.within("spec"))?;
+        // A claim of the name, else a named claim from the template, is the fabric's already.
+        let ours = claims
+            .iter()
+            .find(|c| c.name.as_str() == Some(self.name))
+            .or_else(|| {
+                claims
+                    .iter()
+                    .find(|c| c.name.0.is_some() && c.template.as_str() == Some(&template))
+            });
+        let others = claims.len() > usize::from(ours.is_some());
+        let name = ours.and_then(|c| c.name.as_str()).unwrap_or(self.name);
+        let name = name.to_string();
+        let mut changed = false;
+        if ours.is_none() {
+            let mut item = String::from("{\"name\":");
+            push_string(&mut item, &name);
+            item.push_str(",\"resourceClaimTemplateName\":");
+            push_string(&mut item, &template);
+            item.push('}');
+            changed |= append(spec, "resourceClaims", item).map_err(|e| e.within("spec"))?;
+        }
+        let mut entry = String::from("{\"name\":");
+        push_string(&mut entry, &name);
+        entry.push('}');
+        expect_read(spec, "containers", Read::List);
+        let Some(Node::List(containers)) = spec.get_mut("containers") else {
+            return Ok((changed, others));
+        };
+        for gpu in gpu_containers {
+            let Some(Node::Object(container)) = containers.get_mut(gpu.index) else {
+                continue;
+            };
+            let at = |e: Rejection| e.within(&format!("spec.containers[{}]", gpu.index));
+            let resources = object_entry(container, "resources").map_err(at)?;
+            let within = |e: Rejection| at(e.within("resources"));
+            if !names(resources, "claims")
+                .map_err(within)?
+                .contains(&name.as_str().into())
+            {
+                changed |= append(resources, "claims", entry.clone()).map_err(within)?;
+            }
+        }
+        Ok((changed, others))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::tests::{gpu_container, inject, inject_twice, pod};
+    use crate::settings::config_of;
+    use serde_json::json;
+
+    #[test]
+    fn the_claim_replaces_the_device_and_names_the_count() {
+        let config = config_of(
+            json!({"aws": {"enabled": true, "deviceClaim": {"template": "efa-{count}"}}}),
+        );
+        let mut p = pod(vec![gpu_container("t", json!(8)), json!({"name": "cpu"})]);
+        p["spec"]["nodeSelector"] = json!({"node.kubernetes.io/instance-type": "p5.48xlarge"});
+        p["spec"]["resourceClaims"] =
+            json!([{"name": "channel", "resourceClaimTemplateName": "cd"}]);
+        let outcome = inject_twice(&mut p, &config);
+        assert!(
+            outcome.changed && outcome.warnings.is_empty(),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            p["spec"]["resourceClaims"],
+            json!([{"name": "channel", "resourceClaimTemplateName": "cd"}, {"name": "efa", "resourceClaimTemplateName": "efa-32"}])
+        );
+        let resources = &p["spec"]["containers"][0]["resources"];
+        assert_eq!(resources["claims"], json!([{"name": "efa"}]));
+        assert!(resources["limits"].get("vpc.amazonaws.com/efa").is_none());
+        assert!(resources["requests"].get("vpc.amazonaws.com/efa").is_none());
+        assert!(p["spec"]["containers"][1].get("resources").is_none());
+        // The rest of the fabric stays.
+        assert_eq!(resources["requests"]["cpu"], json!("100m"));
+        assert!(p["spec"]["containers"][0]["env"].is_array());
+    }
+
+    #[test]
+    fn a_pod_that_claims_the_fabric_gets_no_second_claim() {
+        let config = config_of(
+            json!({"oci": {"enabled": true, "deviceClaim": {"template": "vfs", "name": "nics"}}}),
+        );
+        for claims in [
+            json!([{"name": "nics", "resourceClaimName": "mine"}]),
+            json!([{"name": "mine", "resourceClaimTemplateName": "vfs"}]),
+        ] {
+            let mut p = pod(vec![gpu_container("t", json!(8))]);
+            p["spec"]["resourceClaims"] = claims.clone();
+            inject_twice(&mut p, &config);
+            assert_eq!(p["spec"]["resourceClaims"], claims);
+            let name = &claims[0]["name"];
+            assert_eq!(
+                p["spec"]["containers"][0]["resources"]["claims"],
+                json!([{"name": name}])
+            );
+            // No Multus list without VFs.
+            assert!(p["metadata"].get("annotations").is_none(), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_name_that_is_not_one_is_refused_naming_the_setting() {
+        let long = format!("{}-{{count}}", "a".repeat(251));
+        let config = config_of(
+            json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": 2, "deviceClaim": {"template": long}}}),
+        );
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        let error = inject(&mut p, &config).unwrap_err().to_string();
+        assert!(
+            error.starts_with("azure.deviceClaim.template gives"),
+            "{error}"
+        );
+    }
+}
