@@ -30,6 +30,9 @@ pub struct Request<'a> {
     pub operation: Loose<Text<'a>>,
     #[serde(borrow, default)]
     pub kind: Loose<Entry<'a>>,
+    /// The namespace the pod is created in: where preflight looks (behaviour.md §9).
+    #[serde(borrow, default)]
+    pub namespace: Loose<Text<'a>>,
     #[serde(borrow, default)]
     pub object: Option<Loose<Pod<'a>>>,
 }
