@@ -326,6 +326,19 @@ mod tests {
     }
 
     #[test]
+    fn the_kinds_are_the_metadatas_context_aware_resources() {
+        let metadata = include_str!("../policy-metadata.yml");
+        for kind in KINDS {
+            let listed = format!(
+                "  - apiVersion: {}\n    kind: {}\n",
+                kind.api_version, kind.kind
+            );
+            assert!(metadata.contains(&listed), "{listed}");
+        }
+        assert_eq!(metadata.matches("\n    kind: ").count(), KINDS.len());
+    }
+
+    #[test]
     fn every_kind_is_namespaced_and_says_what_creates_it() {
         for kind in KINDS {
             assert!(!kind.creates.0.is_empty(), "{}", kind.kind);
