@@ -81,9 +81,19 @@ pub const KINDS: &[&Kind] = &[&TOPOLOGY, &NETWORK];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference<'a> {
     pub kind: &'static Kind,
-    /// `None`: the pod's own namespace.
-    pub namespace: Option<Cow<'a, str>>,
-    pub name: Cow<'a, str>,
+    /// `namespace/name`, or `name` in the pod's namespace (Multus's form; a ConfigMap's name has
+    /// no `/`).
+    pub object: Cow<'a, str>,
+}
+
+impl Reference<'_> {
+    /// `(namespace, name)`; no namespace means the pod's own.
+    pub fn parts(&self) -> (Option<&str>, &str) {
+        match self.object.split_once('/') {
+            Some((namespace, name)) => (Some(namespace), name),
+            None => (None, &self.object),
+        }
+    }
 }
 
 /// The objects `profile` makes a pod refer to: the ConfigMap volumes among `volumes` (those the
@@ -95,17 +105,14 @@ pub fn references<'a>(profile: &Profile<'a>, volumes: &[&str], devices: u64) -> 
         if let Source::ConfigMap { name } = &volume.source {
             found.push(Reference {
                 kind: &TOPOLOGY,
-                namespace: None,
-                name: name.clone(),
+                object: name.clone(),
             });
         }
     }
     if let Some(network) = profile.network.as_ref().filter(|_| devices > 0) {
-        let (namespace, name) = network.parts();
         found.push(Reference {
             kind: &NETWORK,
-            namespace: namespace.map(|ns| Cow::Owned(ns.to_string())),
-            name: Cow::Owned(name.to_string()),
+            object: network.0.clone(),
         });
     }
     found
@@ -134,16 +141,17 @@ pub fn check(
         return Ok(warnings);
     }
     for reference in references {
-        let namespace = reference.namespace.as_deref().unwrap_or(namespace);
-        let answer = host(&request(reference, namespace));
-        if answer.and_then(|list| lists(&list, &reference.name)) != Some(false) {
+        let (own, name) = reference.parts();
+        let namespace = own.unwrap_or(namespace);
+        let answer = host(&request(reference.kind, namespace, name));
+        if answer.and_then(|list| lists(&list, name)) != Some(false) {
             continue;
         }
         let creates = reference.kind.creates;
         let message = format!(
             "multi-node networking: {} {namespace}/{} does not exist, and this pod refers to it: it will not start until it does; {}{}{}",
             reference.kind.kind,
-            reference.name,
+            name,
             creates.0,
             if creates.1.is_empty() { "" } else { namespace },
             creates.1
@@ -156,19 +164,19 @@ pub fn check(
     Ok(warnings)
 }
 
-/// The `list_resources_by_namespace` request for `reference` in `namespace` (snake_case, as the
-/// SDK's `ListResourcesByNamespaceRequest` writes it; `field_masks`, newer than policy-server
-/// 1.36, is left out).
-pub fn request(reference: &Reference<'_>, namespace: &str) -> Vec<u8> {
+/// The `list_resources_by_namespace` request for the object `name` of `kind` in `namespace`
+/// (snake_case, as the SDK's `ListResourcesByNamespaceRequest` writes it; `field_masks`, newer
+/// than policy-server 1.36, is left out).
+pub fn request(kind: &Kind, namespace: &str, name: &str) -> Vec<u8> {
     let mut text = String::with_capacity(160);
     text.push_str(r#"{"api_version":""#);
-    text.push_str(reference.kind.api_version);
+    text.push_str(kind.api_version);
     text.push_str(r#"","kind":""#);
-    text.push_str(reference.kind.kind);
+    text.push_str(kind.kind);
     text.push_str(r#"","namespace":"#);
     push_string(&mut text, namespace);
     text.push_str(r#","field_selector":"#);
-    push_string(&mut text, &format!("metadata.name={}", reference.name));
+    push_string(&mut text, &format!("metadata.name={name}"));
     text.push('}');
     text.into_bytes()
 }
@@ -200,30 +208,25 @@ mod tests {
     fn topology(name: &'static str) -> Reference<'static> {
         Reference {
             kind: &TOPOLOGY,
-            namespace: None,
-            name: Cow::Borrowed(name),
+            object: Cow::Borrowed(name),
         }
     }
 
-    fn network(namespace: &'static str, name: &'static str) -> Reference<'static> {
+    fn network(object: &'static str) -> Reference<'static> {
         Reference {
             kind: &NETWORK,
-            namespace: Some(Cow::Borrowed(namespace)),
-            name: Cow::Borrowed(name),
+            object: Cow::Borrowed(object),
         }
     }
 
     #[test]
     fn the_request_is_the_sdks_narrowed_to_the_name() {
-        let text = request(
-            &network("network-operator", "sriov-net"),
-            "network-operator",
-        );
+        let text = request(&NETWORK, "network-operator", "sriov-net");
         assert_eq!(
             std::str::from_utf8(&text).unwrap(),
             r#"{"api_version":"k8s.cni.cncf.io/v1","kind":"NetworkAttachmentDefinition","namespace":"network-operator","field_selector":"metadata.name=sriov-net"}"#
         );
-        let text = request(&topology("nccl-topo"), "team-\"a\"");
+        let text = request(&TOPOLOGY, "team-\"a\"", "nccl-topo");
         let value: serde_json::Value = serde_json::from_slice(&text).unwrap();
         assert_eq!(value["namespace"], "team-\"a\"");
         assert_eq!(value["api_version"], "v1");
@@ -277,7 +280,9 @@ mod tests {
                 answer.map(|a| a.as_bytes().to_vec())
             }
         };
-        let refs = [topology("nccl-topo"), network("net", "sriov")];
+        let refs = [topology("nccl-topo"), network("net/sriov")];
+        assert_eq!(refs[0].parts(), (None, "nccl-topo"));
+        assert_eq!(refs[1].parts(), (Some("net"), "sriov"));
         let missing = answers(Some(r#"{"items":[]}"#));
         let warnings = check(&refs, "jobs", Mode::Warn, &missing).unwrap();
         assert_eq!(warnings.len(), 2);

@@ -486,8 +486,8 @@ mod tests {
             .references
             .iter()
             .map(|r| {
-                let namespace = r.namespace.as_ref().map(|ns| ns.to_string());
-                (r.kind.kind, namespace, r.name.to_string())
+                let (namespace, name) = r.parts();
+                (r.kind.kind, namespace.map(str::to_string), name.to_string())
             })
             .collect()
     }
