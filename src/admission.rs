@@ -87,7 +87,8 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
         Decision::PassWithWarning(warning) => accept(vec![warning]),
         Decision::Inject(warning) => match Config::from_tape(settings, common) {
             Ok(config) => {
-                let namespace = request.namespace.0.as_str();
+                // An empty namespace would list every namespace's objects.
+                let namespace = request.namespace.0.as_str().filter(|ns| !ns.is_empty());
                 inject(text, &config, warning, namespace.map(|ns| (ns, host)))
             }
             Err(e) => reject(invalid(e)),

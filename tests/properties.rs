@@ -2577,6 +2577,29 @@ proptest! {
 // pin is open; the owner removes the `ignore` with the fix (and puts the input class back into
 // the generators above).
 
+/// A request without a namespace, or with an empty one, makes no preflight call: an empty
+/// namespace would list every namespace's objects (behaviour.md §9).
+#[test]
+fn a_request_without_a_namespace_makes_no_preflight_call() {
+    let pod = volcano_worker(
+        json!({TRIGGER: "true"}),
+        json!({"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}),
+    );
+    let settings = json!({"oci": {"enabled": true}});
+    for namespace in [json!("jobs"), json!(""), Value::Null] {
+        let mut request = admission_request("CREATE", &pod_kind(), &pod);
+        request["namespace"] = namespace.clone();
+        let calls = std::cell::Cell::new(0);
+        let host = |_: &[u8]| {
+            calls.set(calls.get() + 1);
+            None
+        };
+        let verdict = admission::evaluate_with(&fixtures::payload(&request, &settings), &host);
+        assert!(matches!(verdict, Verdict::Mutate { .. }), "{verdict:?}");
+        assert_eq!(calls.get(), usize::from(namespace == "jobs"), "{namespace}");
+    }
+}
+
 #[test]
 fn regression_multus_short_form_keeps_leading_blanks() {
     let pod = volcano_worker(
