@@ -7,6 +7,7 @@ use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use crate::engine::{self, Outcome};
 use crate::lenient;
 use crate::peek::Envelope;
+use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config, SettingsError};
 use crate::trigger::{self, Decision};
 use crate::view;
@@ -27,9 +28,15 @@ pub enum Verdict {
     },
 }
 
-/// `validate`: the payload is `{"request": AdmissionRequest, "settings": {...}}`.
+/// `validate`: the payload is `{"request": AdmissionRequest, "settings": {...}}`. Without a host,
+/// as in the playground: every preflight call errors, and the policy says nothing of it.
 pub fn validate(payload: &[u8]) -> Vec<u8> {
-    encode(evaluate(payload))
+    validate_with(payload, &preflight::no_host)
+}
+
+/// `validate`, with `host` answering the preflight's host calls.
+pub fn validate_with(payload: &[u8], host: Host<'_>) -> Vec<u8> {
+    encode(evaluate_with(payload, host))
 }
 
 /// `validate_settings`: the payload is the settings object as the operator wrote it.
@@ -46,6 +53,10 @@ pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
 }
 
 pub fn evaluate(payload: &[u8]) -> Verdict {
+    evaluate_with(payload, &preflight::no_host)
+}
+
+pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
     let text = match std::str::from_utf8(payload) {
         Ok(text) => text,
         Err(e) => return reject(format!("cannot read the admission request: {e}")),
@@ -75,7 +86,11 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
         Decision::Pass => accept(Vec::new()),
         Decision::PassWithWarning(warning) => accept(vec![warning]),
         Decision::Inject(warning) => match Config::from_tape(settings, common) {
-            Ok(config) => inject(text, &config, warning),
+            Ok(config) => {
+                // An empty namespace would list every namespace's objects.
+                let namespace = request.namespace.0.as_str().filter(|ns| !ns.is_empty());
+                inject(text, &config, warning, namespace.map(|ns| (ns, host)))
+            }
             Err(e) => reject(invalid(e)),
         },
     }
@@ -87,7 +102,13 @@ fn invalid(error: SettingsError) -> String {
 
 /// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
 /// and writes, from which the answer is written with the pod's own text for everything else.
-fn inject(payload: &str, config: &Config<'_>, warning: Option<String>) -> Verdict {
+/// `preflight` is the pod's namespace and the host that looks for what the injection refers to.
+fn inject(
+    payload: &str,
+    config: &Config<'_>,
+    warning: Option<String>,
+    preflight: Option<(&str, Host<'_>)>,
+) -> Verdict {
     let mut pod = match view::read_object(payload, &engine::POD) {
         Ok(pod) => pod,
         Err(rejection) => return reject(rejection.to_string()),
@@ -96,10 +117,21 @@ fn inject(payload: &str, config: &Config<'_>, warning: Option<String>) -> Verdic
         outcome.warnings.splice(0..0, warning);
         outcome
     });
+    let outcome = match (outcome, preflight) {
+        (Ok(mut outcome), Some((namespace, host))) if !outcome.references.is_empty() => {
+            match preflight::check(&outcome.references, namespace, config.preflight, host) {
+                Ok(warnings) => outcome.warnings.extend(warnings),
+                Err(message) => return reject(message),
+            }
+            Ok(outcome)
+        }
+        (outcome, _) => outcome,
+    };
     match outcome {
         Ok(Outcome {
             changed: true,
             warnings,
+            ..
         }) => {
             let mut text = Vec::with_capacity(payload.len() * 2);
             pod.write(&mut text);
@@ -111,6 +143,7 @@ fn inject(payload: &str, config: &Config<'_>, warning: Option<String>) -> Verdic
         Ok(Outcome {
             changed: false,
             warnings,
+            ..
         }) => accept(warnings),
         Err(rejection) => reject(rejection.to_string()),
     }

@@ -45,6 +45,7 @@ pub mod merge;
 pub mod multus;
 pub mod peek;
 pub mod placement;
+pub mod preflight;
 pub mod profile;
 pub mod quantity;
 pub mod ratio;
@@ -64,7 +65,28 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(admission::validate(payload))
+    Ok(admission::validate_with(payload, &host::list))
+}
+
+/// The policy server's host calls, for the preflight (behaviour.md §9). Only the waPC module
+/// has them: the playground (wasm32-unknown-unknown) and the native tests have no host to link.
+#[cfg(target_os = "wasi")]
+mod host {
+    /// `kubernetes/list_resources_by_namespace`; any error is the host's "you may not look".
+    pub fn list(request: &[u8]) -> Option<Vec<u8>> {
+        kubewarden_policy_sdk::wapc_guest::host_call(
+            "kubewarden",
+            "kubernetes",
+            "list_resources_by_namespace",
+            request,
+        )
+        .ok()
+    }
+}
+
+#[cfg(not(target_os = "wasi"))]
+mod host {
+    pub use crate::preflight::no_host as list;
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

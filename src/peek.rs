@@ -29,6 +29,8 @@ pub struct Envelope<'a> {
 pub struct Request<'a> {
     pub operation: Loose<Text<'a>>,
     pub kind: Loose<Entry<'a>>,
+    /// The namespace the pod is created in: where preflight looks (behaviour.md §9).
+    pub namespace: Loose<Text<'a>>,
     pub object: Option<Loose<Pod<'a>>>,
 }
 
@@ -68,6 +70,7 @@ impl<'a, 'de: 'a> Expected<'de> for Request<'a> {
             match key {
                 "operation" => request.operation = map.next_value()?,
                 "kind" => request.kind = map.next_value()?,
+                "namespace" => request.namespace = map.next_value()?,
                 "object" => request.object = map.next_value()?,
                 _ => skip(map)?,
             }

@@ -1558,13 +1558,105 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
         .boxed()
 }
 
+/// `preflight` (behaviour.md §9): absent mostly, else each mode or `null`.
+fn preflight_setting() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(
+        0.5,
+        select(vec![
+            json!("warn"),
+            json!("reject"),
+            json!("skip"),
+            json!(null),
+        ]),
+    )
+}
+
+/// What a policy server answers one preflight host call (behaviour.md §9).
+#[derive(Debug, Clone)]
+enum Answer {
+    /// A list holding the object looked for.
+    Present,
+    /// An empty list.
+    Missing,
+    /// An error: an AdmissionPolicy, no RBAC, not in contextAwareResources.
+    Error,
+    /// Bytes that are not a list.
+    Garbage(Vec<u8>),
+}
+
+fn answers() -> impl Strategy<Value = Answer> {
+    prop_oneof![
+        Just(Answer::Present),
+        Just(Answer::Missing),
+        Just(Answer::Error),
+        select(vec![
+            "",
+            "null",
+            "[]",
+            "{}",
+            r#"{"items":null}"#,
+            r#"{"items":{}}"#,
+            r#"{"items":"[]"}"#,
+            r#"{"items":[]"#,
+            r#"{"items":[]}{}"#,
+        ])
+        .prop_map(|text| Answer::Garbage(text.as_bytes().to_vec())),
+        proptest::collection::vec(any::<u8>(), 0..48).prop_map(Answer::Garbage),
+    ]
+}
+
+/// `after` is `before` and the preflight's warning about one missing object.
+fn one_warning_more(before: &[String], after: &[String]) -> bool {
+    after.len() == before.len() + 1
+        && after.starts_with(before)
+        && after
+            .last()
+            .is_some_and(|w| w.contains("does not exist, and this pod refers to it"))
+}
+
+/// The host's answer to `request` (a list request the policy wrote), as `answer` says.
+fn host_answer(answer: &Answer, request: &[u8]) -> Option<Vec<u8>> {
+    let request: Value = serde_json::from_slice(request).expect("the policy writes JSON");
+    let name = request["field_selector"]
+        .as_str()
+        .and_then(|s| s.strip_prefix("metadata.name="))
+        .expect("narrowed to the name")
+        .to_string();
+    match answer {
+        Answer::Present => Some(
+            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": [
+                {"metadata": {"name": "other"}}, {"metadata": {"name": name}}
+            ]})
+            .to_string()
+            .into_bytes(),
+        ),
+        Answer::Missing => {
+            Some(br#"{"apiVersion":"v1","kind":"List","metadata":{},"items":[]}"#.to_vec())
+        }
+        Answer::Error => None,
+        Answer::Garbage(bytes) => Some(bytes.clone()),
+    }
+}
+
 /// Valid settings, and a pod (maybe corrupted) that mostly opts in under them.
+/// The settings' `preflight` is drawn last, so that the other draws are those of the generators
+/// before it was added (the shares below were measured on them).
 fn case() -> impl Strategy<Value = (Value, Value)> {
     valid_settings()
         .prop_flat_map(|(settings, trigger, cloud)| {
-            (Just(settings), pod(trigger, cloud), corruptions())
+            (
+                Just(settings),
+                pod(trigger, cloud),
+                corruptions(),
+                preflight_setting(),
+            )
         })
-        .prop_map(|(settings, pod, corruptions)| (settings, corrupt(pod, &corruptions)))
+        .prop_map(|(mut settings, pod, corruptions, preflight)| {
+            if let Some(mode) = preflight {
+                settings["preflight"] = mode;
+            }
+            (settings, corrupt(pod, &corruptions))
+        })
 }
 
 const SETTINGS_KEYS: &[&str] = &[
@@ -2107,6 +2199,15 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
             Verdict::Accept { .. } => count("opted in, accepted unchanged"),
             Verdict::Reject { .. } => count("rejected"),
         }
+        let looked = std::cell::Cell::new(0);
+        let host = |_: &[u8]| {
+            looked.set(looked.get() + 1);
+            None
+        };
+        admission::evaluate_with(&payload("CREATE", &pod, &settings), &host);
+        if looked.get() > 0 {
+            count("looks for an object");
+        }
         let text = pod.to_string();
         if text.contains("amd.com/gpu") {
             count("asks for amd.com/gpu");
@@ -2205,6 +2306,8 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
         ("env", 10),
         ("instanceTypes", 10),
         ("capabilities", 5),
+        // The preflight property's answers matter only where the policy looks.
+        ("looks for an object", 5),
     ] {
         at_least_share(&counts, SAMPLE, what, at_least);
     }
@@ -2443,6 +2546,50 @@ proptest! {
     }
 
     #[test]
+    fn preflight_answers_never_trap_and_only_a_missing_object_speaks(
+        (settings, pod) in case(),
+        answer in answers(),
+    ) {
+        let bytes = payload("CREATE", &pod, &settings);
+        let without = admission::evaluate(&bytes);
+        let calls = std::cell::RefCell::new(Vec::new());
+        let host = |request: &[u8]| {
+            calls.borrow_mut().push(request.to_vec());
+            host_answer(&answer, request)
+        };
+        let with = admission::evaluate_with(&bytes, &host);
+        let encoded: Value = serde_json::from_slice(&admission::validate_with(&bytes, &host)).unwrap();
+        prop_assert!(encoded["accepted"].is_boolean());
+        let calls = calls.into_inner();
+        // Each call looks for one object: at most one per object, two evaluations here.
+        let mut objects = calls.clone();
+        objects.sort();
+        objects.dedup();
+        prop_assert!(objects.len() <= 1 && calls.len() <= 2 * objects.len(), "{:?}", calls);
+        let mode = settings.get("preflight").and_then(Value::as_str).unwrap_or("warn");
+        if mode == "skip" || !opted_in(&pod, &settings) {
+            prop_assert!(calls.is_empty());
+        }
+        let missing = matches!(answer, Answer::Missing) && !calls.is_empty();
+        match (&without, &with) {
+            _ if !missing => prop_assert_eq!(&with, &without),
+            (_, Verdict::Reject { message }) if mode == "reject" => {
+                prop_assert!(message.contains("does not exist, and this pod refers to it"), "{}", message);
+            }
+            (Verdict::Mutate { pod: a, warnings: w }, Verdict::Mutate { pod: b, warnings: v })
+                if mode != "reject" =>
+            {
+                prop_assert_eq!(a, b);
+                prop_assert!(one_warning_more(w, v), "{:?} then {:?}", w, v);
+            }
+            (Verdict::Accept { warnings: w }, Verdict::Accept { warnings: v }) if mode != "reject" => {
+                prop_assert!(one_warning_more(w, v), "{:?} then {:?}", w, v);
+            }
+            _ => prop_assert!(false, "without a host {:?}, with {:?}", without, with),
+        }
+    }
+
+    #[test]
     fn no_settings_make_it_panic(settings in any_settings(), (_, pod) in case()) {
         let bytes = payload("CREATE", &pod, &settings);
         let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).unwrap();
@@ -2498,6 +2645,29 @@ proptest! {
 // Regressions: inputs the properties and the fuzzer found, minimized. Ignored while the bug they
 // pin is open; the owner removes the `ignore` with the fix (and puts the input class back into
 // the generators above).
+
+/// A request without a namespace, or with an empty one, makes no preflight call: an empty
+/// namespace would list every namespace's objects (behaviour.md §9).
+#[test]
+fn a_request_without_a_namespace_makes_no_preflight_call() {
+    let pod = volcano_worker(
+        json!({TRIGGER: "true"}),
+        json!({"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}),
+    );
+    let settings = json!({"oci": {"enabled": true}});
+    for namespace in [json!("jobs"), json!(""), Value::Null] {
+        let mut request = admission_request("CREATE", &pod_kind(), &pod);
+        request["namespace"] = namespace.clone();
+        let calls = std::cell::Cell::new(0);
+        let host = |_: &[u8]| {
+            calls.set(calls.get() + 1);
+            None
+        };
+        let verdict = admission::evaluate_with(&fixtures::payload(&request, &settings), &host);
+        assert!(matches!(verdict, Verdict::Mutate { .. }), "{verdict:?}");
+        assert_eq!(calls.get(), usize::from(namespace == "jobs"), "{namespace}");
+    }
+}
 
 #[test]
 fn regression_multus_short_form_keeps_leading_blanks() {

@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::cluster::Cluster;
 use crate::{Instance, Response, admission_request, checked_claims, checked_patch, pod_kind};
 
 /// One mutation case.
@@ -38,6 +39,10 @@ pub struct Case {
     /// repeated key, a number beyond the range of a double). Such a case expects no mutation.
     #[serde(default)]
     pub payload: Option<String>,
+    /// The cluster the policy's host calls are answered from (behaviour.md §9); absent, every
+    /// host call is an error, as for an `AdmissionPolicy`.
+    #[serde(default)]
+    pub cluster: Option<Cluster>,
     pub expect: Expect,
 }
 
@@ -53,6 +58,9 @@ pub struct Expect {
     /// The rejection message, exactly; required when `accepted` is false, absent otherwise.
     #[serde(default)]
     pub message: Option<String>,
+    /// How many host calls the first pass makes, when given.
+    #[serde(default)]
+    pub host_calls: Option<usize>,
 }
 
 /// One settings case.
@@ -118,24 +126,38 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 
 /// `settings_file: path` (from the repository's root) in place of `settings`: the case runs with
 /// a file users copy, such as `examples/settings/vendor/aws.yaml`, as it is in the repository.
+/// Likewise `object_file` for `object` and `expect.pod_file` for `expect.pod`: pods that several
+/// cases share (`e2e-tests/pods/`).
 fn settings_from_file(case: &mut serde_yaml::Value) -> Result<()> {
     let Some(map) = case.as_mapping_mut() else {
         return Ok(());
     };
-    let Some(path) = map.remove("settings_file") else {
+    from_file(map, "settings_file", "settings")?;
+    from_file(map, "object_file", "object")?;
+    if let Some(expect) = map.get_mut("expect").and_then(|e| e.as_mapping_mut()) {
+        from_file(expect, "pod_file", "pod")?;
+    }
+    Ok(())
+}
+
+/// Replaces `key: path` in `map` by `into:` the YAML of that file.
+fn from_file(map: &mut serde_yaml::Mapping, key: &str, into: &str) -> Result<()> {
+    let Some(path) = map.remove(key) else {
         return Ok(());
     };
-    let path = path.as_str().context("settings_file must be a path")?;
+    let path = path
+        .as_str()
+        .with_context(|| format!("{key} must be a path"))?;
     ensure!(
-        !map.contains_key("settings"),
-        "a case has settings or settings_file, not both"
+        !map.contains_key(into),
+        "a case has {into} or {key}, not both"
     );
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
-    let settings: serde_yaml::Value =
+    let value: serde_yaml::Value =
         serde_yaml::from_str(&text).with_context(|| format!("{path} is not YAML"))?;
-    map.insert("settings".into(), settings);
+    map.insert(into.into(), value);
     Ok(())
 }
 
@@ -165,6 +187,8 @@ pub fn run(instance: &Instance, case: &Case) -> Result<()> {
         case.expect.accepted == case.expect.message.is_none(),
         "a rejection gives expect.message and an acceptance none"
     );
+    instance.set_cluster(case.cluster.clone());
+    instance.take_host_calls();
     if case.payload.is_some() {
         ensure!(
             case.object.is_null() && case.settings.is_null() && case.expect.pod.is_none(),
@@ -178,6 +202,18 @@ pub fn run(instance: &Instance, case: &Case) -> Result<()> {
     );
     let request = admission_request(&case.operation, &case.kind, &case.object);
     let response = instance.validate(&request, &case.settings)?;
+    let calls = instance.take_host_calls();
+    if let Some(expected) = case.expect.host_calls {
+        ensure!(
+            calls.len() == expected,
+            "expected {expected} host calls, the policy made {}: {:#?}",
+            calls.len(),
+            calls
+                .iter()
+                .map(|(_, _, op, payload)| format!("{op} {}", String::from_utf8_lossy(payload)))
+                .collect::<Vec<_>>()
+        );
+    }
     check(&case.expect, &response)?;
     if let (Some(expected), Some(mutated)) = (&case.expect.pod, &response.mutated_object) {
         checked_patch(&case.object, mutated)?;

@@ -21,6 +21,7 @@ pub use fixtures::{admission_request, pod_kind};
 pub mod admission_response;
 pub mod bare;
 pub mod cases;
+pub mod cluster;
 
 /// The YAML files under `dir` at any depth (`.yaml`, `.yml`, and `.json`, which YAML reads),
 /// sorted.
@@ -62,6 +63,8 @@ pub struct Policy {
 /// server's does across requests.
 pub struct Instance {
     host: WapcHost,
+    /// The cluster the host calls are answered from, and the calls made.
+    state: cluster::Shared,
 }
 
 /// The policy's answer to `validate`, as the policy server reads it.
@@ -130,12 +133,34 @@ impl Policy {
             .pre
             .rehydrate(None)
             .context("cannot instantiate the policy module")?;
-        let host = WapcHost::new(Box::new(engine), None).context("waPC initialisation failed")?;
-        Ok(Instance { host })
+        let state = cluster::Shared::default();
+        let host = WapcHost::new(
+            Box::new(engine),
+            Some(Box::new(cluster::callback(state.clone()))),
+        )
+        .context("waPC initialisation failed")?;
+        Ok(Instance { host, state })
     }
 }
 
 impl Instance {
+    /// The cluster the next calls' host calls are answered from; `None`: every host call is an
+    /// error, as for an `AdmissionPolicy`.
+    pub fn set_cluster(&self, cluster: Option<cluster::Cluster>) {
+        if let Ok(mut state) = self.state.lock() {
+            state.cluster = cluster;
+        }
+    }
+
+    /// The host calls made since the last time this was asked: binding, namespace, operation,
+    /// payload.
+    pub fn take_host_calls(&self) -> Vec<(String, String, String, Vec<u8>)> {
+        self.state
+            .lock()
+            .map(|mut state| std::mem::take(&mut state.calls))
+            .unwrap_or_default()
+    }
+
     /// Calls a waPC function with raw bytes; an `Err` is what the policy server reports as a
     /// guest failure or trap.
     pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>> {

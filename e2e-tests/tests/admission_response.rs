@@ -57,6 +57,8 @@ fn every_case_answers_the_admission_response_the_contract_gives() {
             continue; // not a request kwctl could be given
         }
         let request = admission_request(&case.operation, &case.kind, &case.object);
+        // The cluster the case's preflight host calls are answered from (behaviour.md §9).
+        instance.set_cluster(case.cluster.clone());
         let answer = instance.validate(&request, &case.settings).unwrap();
         let got = admission_response(&request, &answer);
         let want = expected(case, &request);

@@ -213,6 +213,8 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
                 | "ConfigMap"
                 | "PolicyServer"
                 | "ResourceClaimTemplate"
+                | "ClusterRole"
+                | "ClusterRoleBinding"
         ) {
             failures.push(format!("{file}: unexpected kind {kind:?}"));
         }
@@ -244,6 +246,122 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
             );
         }
     }
+}
+
+/// What each cloud's injection may refer to (behaviour.md §9): `(apiVersion, kind, API group,
+/// resource)`, the resource as RBAC names it.
+fn preflight_kinds(
+    cloud: &str,
+) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
+    match cloud {
+        "azure" => &[("v1", "ConfigMap", "", "configmaps")],
+        "oci" => &[(
+            "k8s.cni.cncf.io/v1",
+            "NetworkAttachmentDefinition",
+            "k8s.cni.cncf.io",
+            "network-attachment-definitions",
+        )],
+        _ => &[],
+    }
+}
+
+/// Each cloud's ClusterAdmissionPolicy lists in `spec.contextAwareResources` exactly what its
+/// injection may refer to, each listed in policy-metadata.yml, and `deploy/<cloud>/
+/// preflight-rbac.yaml` grants the policy server get, list and watch of exactly those, bound to
+/// its ServiceAccount; an AdmissionPolicy lists none (it may not read the cluster).
+#[test]
+fn the_preflights_resources_agree_with_the_metadata_and_the_rbac() {
+    let metadata = policy_metadata();
+    let declared = metadata["contextAwareResources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let documents = deploy_documents();
+    let mut failures = Vec::new();
+    let mut used = Vec::new();
+    for (Document { file, value }, kind) in policy_documents(&documents) {
+        let Some(cloud) = cloud_of(file) else {
+            continue;
+        };
+        let listed = value["spec"]["contextAwareResources"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let want: Vec<Value> = match kind {
+            "ClusterAdmissionPolicy" => preflight_kinds(cloud)
+                .iter()
+                .map(|(api_version, kind, _, _)| json!({"apiVersion": api_version, "kind": kind}))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if listed != want {
+            failures.push(format!(
+                "{file}: spec.contextAwareResources is {listed:?}, the injection refers to {want:?}"
+            ));
+        }
+        for resource in &listed {
+            if !declared.contains(resource) {
+                failures.push(format!(
+                    "{file}: {resource} is not in policy-metadata.yml's contextAwareResources"
+                ));
+            }
+            used.push(resource.clone());
+        }
+    }
+    for resource in &declared {
+        if !used.contains(resource) {
+            failures.push(format!(
+                "policy-metadata.yml lists {resource}, which no ClusterAdmissionPolicy of deploy/ does"
+            ));
+        }
+    }
+    for cloud in CLOUDS {
+        let file = format!("deploy/{cloud}/preflight-rbac.yaml");
+        let rbac: Vec<&Value> = documents
+            .iter()
+            .filter(|d| d.file == file)
+            .map(|d| &d.value)
+            .collect();
+        let kinds = preflight_kinds(cloud);
+        if kinds.is_empty() {
+            if !rbac.is_empty() {
+                failures.push(format!(
+                    "{file}: {cloud} refers to nothing the policy looks for"
+                ));
+            }
+            continue;
+        }
+        let roles: Vec<&&Value> = rbac.iter().filter(|v| v["kind"] == "ClusterRole").collect();
+        let [role] = roles.as_slice() else {
+            failures.push(format!("{file}: needs exactly one ClusterRole"));
+            continue;
+        };
+        let want: Vec<Value> = kinds
+            .iter()
+            .map(|(_, _, group, resource)| {
+                json!({"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch"]})
+            })
+            .collect();
+        if role["rules"] != json!(want) {
+            failures.push(format!(
+                "{file}: the ClusterRole's rules are {}, not {}",
+                role["rules"],
+                json!(want)
+            ));
+        }
+        let bound = rbac.iter().any(|binding| {
+            binding["kind"] == "ClusterRoleBinding"
+                && binding["roleRef"] == json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]})
+                && binding["subjects"]
+                    == json!([{"kind": "ServiceAccount", "name": "policy-server", "namespace": "kubewarden"}])
+        });
+        if !bound {
+            failures.push(format!(
+                "{file}: no ClusterRoleBinding of the ClusterRole to the default PolicyServer's ServiceAccount kubewarden/policy-server"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The vendor files of a cloud: `<cloud>.yaml`, and `<cloud>-<fabric>.yaml` where the cloud has

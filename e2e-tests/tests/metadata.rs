@@ -110,10 +110,14 @@ fn mutating_and_execution_mode_are_declared() {
         metadata["executionMode"], "kubewarden-wapc",
         "{METADATA}: executionMode"
     );
-    // The SDK is built without `cluster-context`: the policy reads nothing from the cluster.
+    // What the preflight looks for (src/preflight.rs KINDS, behaviour.md §9), with the exact
+    // apiVersion and kind the host call names; Artifact Hub's annotation is the same list.
+    let kinds = serde_json::json!([
+        {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"},
+        {"apiVersion": "v1", "kind": "ConfigMap"},
+    ]);
     assert_eq!(
-        metadata["contextAwareResources"],
-        serde_json::json!([]),
+        metadata["contextAwareResources"], kinds,
         "{METADATA}: contextAwareResources"
     );
     assert!(
@@ -122,6 +126,16 @@ fn mutating_and_execution_mode_are_declared() {
     );
 
     let pkg = artifacthub_pkg();
+    let listed: Value = serde_yaml::from_str(string(
+        &pkg,
+        "/annotations/kubewarden~1contextAwareResources",
+        ARTIFACTHUB,
+    ))
+    .expect("kubewarden/contextAwareResources is a YAML list");
+    assert_eq!(
+        listed, kinds,
+        "{ARTIFACTHUB}: kubewarden/contextAwareResources must be {METADATA}'s contextAwareResources"
+    );
     // A string, as Artifact Hub requires of annotations (`'true'`, not `true`).
     assert_eq!(
         pkg.pointer("/annotations/kubewarden~1mutation"),

@@ -10,11 +10,18 @@
 //! one GKE reads, it must break none of the API server's claim rules the input kept
 //! (`tests/support/claim_rules.rs`: the DRA claims of `deviceClaim`), and a second pass over it
 //! must change nothing.
+//!
+//! A second NUL byte and what follows it are the host's answer to every preflight host call
+//! (behaviour.md §9): arbitrary bytes, where a list, an empty list and garbage are all one
+//! mutation apart. An answer that is not a list must change nothing; any other may add the
+//! preflight's warning, or, with `preflight: reject`, its rejection. (Without it the host
+//! errors, as for an AdmissionPolicy.)
 #![no_main]
 
 use fixtures::{TRIGGER, create_payload, volcano_owner};
 use libfuzzer_sys::fuzz_target;
 use multinode_networking_policy::admission::{self, Verdict};
+use multinode_networking_policy::preflight;
 use serde_json::{Value, json};
 
 #[path = "../../tests/support/patch_rule.rs"]
@@ -96,7 +103,13 @@ fuzz_target!(|data: &[u8]| {
     let Some(settings) = settings(&data[..split]) else {
         return;
     };
-    let Ok(mut pod) = serde_json::from_slice::<Value>(&data[split + 1..]) else {
+    let rest = &data[split + 1..];
+    // JSON text holds no NUL byte: a second one ends the pod.
+    let (pod, host_answer) = match rest.iter().position(|b| *b == 0) {
+        Some(end) => (&rest[..end], Some(&rest[end + 1..])),
+        None => (rest, None),
+    };
+    let Ok(mut pod) = serde_json::from_slice::<Value>(pod) else {
         return;
     };
     opt_in(&mut pod);
@@ -104,6 +117,30 @@ fuzz_target!(|data: &[u8]| {
     let verdict = admission::evaluate(&bytes);
     let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).expect("JSON answer");
     assert!(answer["accepted"].is_boolean());
+    if let Some(host_answer) = host_answer {
+        let host = |_: &[u8]| Some(host_answer.to_vec());
+        let with = admission::evaluate_with(&bytes, &host);
+        let encoded: Value =
+            serde_json::from_slice(&admission::validate_with(&bytes, &host)).expect("JSON answer");
+        assert!(encoded["accepted"].is_boolean());
+        if preflight::lists(host_answer, "").is_none() {
+            assert_eq!(
+                with, verdict,
+                "an answer that is not a list changed the answer"
+            );
+        } else if with != verdict {
+            let said = match &with {
+                Verdict::Reject { message } => message.clone(),
+                Verdict::Accept { warnings } | Verdict::Mutate { warnings, .. } => {
+                    warnings.last().cloned().unwrap_or_default()
+                }
+            };
+            assert!(
+                said.contains("does not exist, and this pod refers to it"),
+                "the preflight changed the answer from {verdict:?} to {with:?}"
+            );
+        }
+    }
     if let Some(mutated) = mutated_pod(verdict) {
         assert_ne!(mutated, pod, "a mutation that changes nothing");
         if let Err(e) = patch_rule::checked_patch(&pod, &mutated) {

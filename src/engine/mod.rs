@@ -16,6 +16,7 @@ use crate::merge::{
 };
 use crate::multus;
 use crate::placement;
+use crate::preflight::{self, Reference};
 use crate::profile::{Profile, Sidecar, Volume};
 use crate::settings::{CloudSettings, Config};
 use crate::view::{Member, Node, Object, Shape};
@@ -61,14 +62,16 @@ const MEMBERS: Shape = Shape::TEXT;
 
 /// What the engine did to a pod it may change.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Outcome<'a> {
     pub changed: bool,
     pub warnings: Vec<String>,
+    /// The objects of the cluster the pod now refers to through the injection (behaviour.md §9).
+    pub references: Vec<Reference<'a>>,
 }
 
 /// Injects the configured cloud's fabric into `pod`, as its machine decides. On a rejection the
 /// pod may be half-changed and must be dropped.
-pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Rejection> {
+pub fn inject<'a>(pod: &mut Object<'_>, config: &Config<'a>) -> Result<Outcome<'a>, Rejection> {
     let mut outcome = Outcome::default();
     let seccomp = SeccompAnnotations::read(pod)?;
 
@@ -138,14 +141,14 @@ struct PodSpec {
 }
 
 /// Merges `profile` into `pod`.
-fn apply(
+fn apply<'a>(
     pod: &mut Object<'_>,
-    profile: &Profile<'_>,
+    profile: &Profile<'a>,
     settings: &CloudSettings<'_>,
     machine: &Machine<'_>,
     read: PodSpec,
-    mut outcome: Outcome,
-) -> Result<Outcome, Rejection> {
+    mut outcome: Outcome<'a>,
+) -> Result<Outcome<'a>, Rejection> {
     let PodSpec {
         seccomp,
         gpu_containers,
@@ -270,8 +273,11 @@ fn apply(
         .iter()
         .filter(|v| !conflicts.contains(&v.name) && !existing_volumes.contains(&v.name))
         .collect();
-    outcome.changed |= add_volumes(spec, wanted, &mounted)?;
+    let (added, mut present) = add_volumes(spec, wanted, &mounted)?;
+    outcome.changed |= added;
+    present.extend(existing_volumes.iter().filter(|v| !conflicts.contains(v)));
     outcome.changed |= annotate(pod, profile, machine.nics, devices, claim.is_some())?;
+    outcome.references = preflight::references(profile, &present, devices);
     Ok(outcome)
 }
 
@@ -392,12 +398,13 @@ fn read_volumes<'p>(
 }
 
 /// Adds each of the `wanted` volumes that some container or init container now mounts: one of
-/// the policy's mounts (`mounted`) or the user's own.
-fn add_volumes(
+/// the policy's mounts (`mounted`) or the user's own. Answers whether it added any, and their
+/// names.
+fn add_volumes<'p>(
     spec: &mut Object<'_>,
-    wanted: Vec<&Volume<'_>>,
+    wanted: Vec<&'p Volume<'_>>,
     mounted: &[&str],
-) -> Result<bool, Rejection> {
+) -> Result<(bool, Vec<&'p str>), Rejection> {
     // The user's mounts are read only if some volume is not one the policy mounted.
     let users_mounts = if wanted.iter().all(|v| mounted.contains(&v.name)) {
         Vec::new()
@@ -409,7 +416,9 @@ fn add_volumes(
             .into_iter()
             .filter(|v| mounted.contains(&v.name) || users_mounts.iter().any(|m| m == v.name)),
     );
-    append(spec, "volumes", missing.into_text()).map_err(|e| e.within("spec"))
+    let names = missing.items().map(|v| v.name).collect();
+    let added = append(spec, "volumes", missing.into_text()).map_err(|e| e.within("spec"))?;
+    Ok((added, names))
 }
 
 /// The containers of `spec` that are objects (`gpu_containers` has refused the pod otherwise).
@@ -483,7 +492,10 @@ pub(super) mod tests {
     /// The engine on a pod given as a tree: read through the view, written back on success.
     const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-    pub(super) fn inject(pod: &mut Value, config: &Config) -> Result<Outcome, Rejection> {
+    pub(super) fn inject<'a>(
+        pod: &mut Value,
+        config: &Config<'a>,
+    ) -> Result<Outcome<'a>, Rejection> {
         let bytes = crate::merge::tests::payload(pod);
         let mut view = crate::view::read_object(&bytes, &POD)?;
         let outcome = super::inject(&mut view, config)?;
@@ -510,13 +522,74 @@ pub(super) mod tests {
     }
 
     /// Injects, then checks that a second pass is a no-op.
-    pub(super) fn inject_twice(pod: &mut Value, config: &Config) -> Outcome {
+    pub(super) fn inject_twice<'a>(pod: &mut Value, config: &Config<'a>) -> Outcome<'a> {
         let outcome = inject(pod, config).unwrap();
         let before = pod.clone();
         let again = inject(pod, config).unwrap();
         assert!(!again.changed, "second pass changed the pod");
         assert_eq!(*pod, before);
         outcome
+    }
+
+    /// `(kind, namespace, name)` of each reference.
+    fn references(outcome: &Outcome<'_>) -> Vec<(&'static str, Option<String>, String)> {
+        outcome
+            .references
+            .iter()
+            .map(|r| {
+                let (namespace, name) = r.parts();
+                (r.kind.kind, namespace.map(str::to_string), name.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_references_are_what_the_pod_now_refers_to() {
+        // Azure: the topology ConfigMap, in the pod's namespace; a second pass still refers to it.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        let topology = vec![("ConfigMap", None, "nccl-topo".to_string())];
+        assert_eq!(references(&inject(&mut p, &azure()).unwrap()), topology);
+        assert_eq!(references(&inject(&mut p, &azure()).unwrap()), topology);
+        // A pod volume nccl-topo of its own: the user's, not a reference of the injection.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        p["spec"]["volumes"] = json!([{"name": "nccl-topo", "emptyDir": {}}]);
+        assert_eq!(references(&inject(&mut p, &azure()).unwrap()), []);
+        // No topology file: no ConfigMap.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        let none = config_of(json!({"azure": {"enabled": true, "ncclTopologyConfigMap": ""}}));
+        assert_eq!(references(&inject(&mut p, &none).unwrap()), []);
+        // OCI: the network once, in its own namespace or the pod's.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        let network = (
+            "NetworkAttachmentDefinition",
+            Some("network-operator".to_string()),
+            "sriov-net".to_string(),
+        );
+        assert_eq!(references(&inject(&mut p, &oci()).unwrap()), [network]);
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        let own = config_of(json!({"oci": {"enabled": true, "network": "rdma-vf"}}));
+        assert_eq!(
+            references(&inject(&mut p, &own).unwrap()),
+            [("NetworkAttachmentDefinition", None, "rdma-vf".to_string())]
+        );
+        // No device, no attachment: no network.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        let row = json!({"oci": {"enabled": true, "instanceTypes": {"BM.X": {"devicesPerNode": 0, "gpusPerNode": 8}}}});
+        p["spec"]["nodeSelector"] = json!({"node.kubernetes.io/instance-type": "BM.X"});
+        assert_eq!(references(&inject(&mut p, &config_of(row)).unwrap()), []);
+        // Nothing injected, nothing referred to.
+        let mut p = pod(vec![json!({"name": "cpu"})]);
+        assert_eq!(references(&inject(&mut p, &oci()).unwrap()), []);
+        for settings in [
+            json!({"aws": {"enabled": true}}),
+            json!({"gcp": {"enabled": true}}),
+        ] {
+            let mut p = pod(vec![gpu_container("t", json!(8))]);
+            assert_eq!(
+                references(&inject(&mut p, &config_of(settings)).unwrap()),
+                []
+            );
+        }
     }
 
     #[test]

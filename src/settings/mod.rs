@@ -19,6 +19,7 @@ use crate::clouds::{self, Cloud, Fabric, Machine};
 use crate::error::Path;
 use crate::k8s_names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
 use crate::lenient::read;
+use crate::preflight::Mode;
 use crate::profile::{EnvVar, Profile};
 use crate::ratio::Ratio;
 use crate::tape::{JsonType, Tape, Value};
@@ -47,6 +48,7 @@ const COMMON_KEYS: [&str; 4] = [
     "ownerApiGroups",
 ];
 const GPU_RESOURCES: &str = "gpuResources";
+const PREFLIGHT: &str = "preflight";
 const INSTANCE_TYPES: &str = "instanceTypes";
 /// NCCL's choice of network plugin: with it set, NCCL fails at init when that plugin cannot load,
 /// instead of running over sockets.
@@ -60,6 +62,8 @@ pub struct Config<'a> {
     pub common: Common<'a>,
     /// The resources a container's GPUs are counted from (behaviour.md §2).
     pub gpu_resources: Vec<Cow<'a, str>>,
+    /// What a missing object the pod refers to gets (behaviour.md §9).
+    pub preflight: Mode,
 }
 
 /// The settings that decide whether a pod is the policy's (behaviour.md §2): all that is read
@@ -251,6 +255,7 @@ impl<'a> Config<'a> {
         let known = |key: &str| {
             COMMON_KEYS.contains(&key)
                 || key == GPU_RESOURCES
+                || key == PREFLIGHT
                 || clouds::ALL.iter().any(|cloud| cloud.name == key)
         };
         for (key, _) in top.members() {
@@ -259,7 +264,7 @@ impl<'a> Config<'a> {
                     .iter()
                     .map(|cloud| cloud.name)
                     .chain(COMMON_KEYS)
-                    .chain([GPU_RESOURCES])
+                    .chain([GPU_RESOURCES, PREFLIGHT])
                     .collect();
                 r.unknown_key(&Path::Root, key, &allowed);
             }
@@ -290,6 +295,7 @@ impl<'a> Config<'a> {
         }
         let common = common.unwrap_or_else(|| r.common(top));
         let gpu_resources = r.gpu_resources(top);
+        let preflight = r.preflight(top);
 
         let cloud = match enabled.len() {
             1 => enabled.pop(),
@@ -314,6 +320,7 @@ impl<'a> Config<'a> {
                 cloud,
                 common,
                 gpu_resources,
+                preflight,
             }),
             _ => Err(SettingsError(r.errors)),
         }
@@ -420,6 +427,23 @@ impl Reader {
             first
         });
         resources
+    }
+
+    /// `preflight`: `warn` (also when absent or `null`), `reject` or `off`.
+    fn preflight(&mut self, top: Value<'_, '_>) -> Mode {
+        let Some(raw) = top.get(PREFLIGHT).filter(|raw| !raw.is_null()) else {
+            return Mode::default();
+        };
+        raw.as_str()
+            .and_then(|name| Mode::named(name))
+            .unwrap_or_else(|| {
+                self.errors.push(format!(
+                    "{PREFLIGHT}: must be one of {}, got {}",
+                    Mode::NAMES.join(", "),
+                    reader::show(raw)
+                ));
+                Mode::default()
+            })
     }
 
     /// A cloud block: absent and `null` read as "not there".

@@ -17,6 +17,12 @@
 //! the machine's noise hits all of them alike. A figure is the median over rounds of the time per
 //! call; a ratio is the median over rounds of the ratio within the round.
 //!
+//! A case may give the cluster the policy's preflight host calls are answered from (behaviour.md
+//! §9); without one every host call errors, as for an `AdmissionPolicy`. Before timing, each case
+//! counts the host calls of one `validate` and refuses to run when a pod that is not opted in
+//! makes any, or an opted-in one makes more than one per object it refers to; the table shows
+//! the count.
+//!
 //! `--compare` times other builds of the policy (another opt-level, say) beside `--policy`, on
 //! the same cases, interleaved the same way. `--only` keeps the cases whose name contains TEXT
 //! (the scaling rows are named `scaling CxE`); `--quick` takes fewer rounds, `--rounds` at least N
@@ -28,6 +34,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use e2e_tests::cluster::Cluster;
 use e2e_tests::{Instance, Policy, admission_request, pod_kind};
 // The pods live beside the other tests' fixtures (the bench alone uses them), so that a change to
 // them is a change to BENCHMARKS.md's figures, made in one place.
@@ -104,9 +111,9 @@ fn run() -> Result<()> {
     );
 
     println!(
-        "| case | cloud | payload | policy | accept floor | echo floor | policy / accept | policy / echo | target |"
+        "| case | cloud | payload | host calls | policy | accept floor | echo floor | policy / accept | policy / echo | target |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for case in cases()? {
         if !wanted(&case.name) {
             continue;
@@ -121,10 +128,11 @@ fn run() -> Result<()> {
             Expect::Mutate => "echo",
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× | ≤ {limit}× {floor}: {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2}× | {:.2}× | ≤ {limit}× {floor}: {} |",
             case.name,
             case.cloud,
             kib(t.payload),
+            t.host_calls,
             micros(t.median[0]),
             micros(t.median[1]),
             micros(t.median[2]),
@@ -167,6 +175,7 @@ fn scaling(bench: &Bench<'_>, grid: &[(usize, usize)]) -> Result<()> {
             settings: settings(SCALING_CLOUD)?,
             pod: stress_pod(containers, env),
             expect: Expect::Mutate,
+            cluster: None,
         };
         let t = bench.measure(&case)?;
         println!(
@@ -317,6 +326,7 @@ struct Bench<'a> {
 /// Medians in ns per call, in the order policy, accept, echo; ratios paired within rounds.
 struct Timing {
     payload: usize,
+    host_calls: usize,
     median: [f64; 3],
     ratio_accept: f64,
     ratio_echo: f64,
@@ -327,8 +337,9 @@ impl Bench<'_> {
     fn measure(&self, case: &Case) -> Result<Timing> {
         let payload = case.payload();
         let policy = self.policy.instance()?;
+        policy.set_cluster(case.cluster.clone());
         let baseline = self.baseline.instance()?;
-        check(&policy, &baseline, case, &payload)?;
+        let host_calls = check(&policy, &baseline, case, &payload)?;
         let samples = self.samples(
             &payload,
             &[
@@ -339,6 +350,7 @@ impl Bench<'_> {
         )?;
         Ok(Timing {
             payload: payload.len(),
+            host_calls,
             ratio_accept: paired(&samples[0], &samples[1]),
             ratio_echo: paired(&samples[0], &samples[2]),
             median: [0, 1, 2].map(|i| median(samples[i].clone())),
@@ -453,6 +465,8 @@ struct Case {
     settings: Value,
     pod: Value,
     expect: Expect,
+    /// What the preflight's host calls are answered from; `None`: they error.
+    cluster: Option<Cluster>,
 }
 
 const SCALING_CLOUD: &str = "gcp";
@@ -513,7 +527,26 @@ fn cases() -> Result<Vec<Case>> {
             settings: settings(cloud)?,
             pod,
             expect,
+            cluster: None,
         })
+    };
+    // The object the pod refers to exists, in the namespace it is looked for in.
+    let present = |mut case: Case, api_version: &str, kind: &str, namespace: Option<&str>| {
+        let namespace = namespace
+            .or(case.pod["metadata"]["namespace"].as_str())
+            .unwrap_or("default")
+            .to_string();
+        let name = match kind {
+            "ConfigMap" => "nccl-topo",
+            _ => "sriov-net",
+        };
+        case.name = format!("{}, preflight: {kind} present", case.name);
+        case.cluster = Some(Cluster {
+            objects: vec![json!({"apiVersion": api_version, "kind": kind,
+                                 "metadata": {"namespace": namespace, "name": name}})],
+            ..Cluster::default()
+        });
+        case
     };
     let largest = |name: &str, pod, expect| -> Result<Case> {
         Ok(Case {
@@ -522,6 +555,7 @@ fn cases() -> Result<Vec<Case>> {
             settings: largest_settings()?,
             pod,
             expect,
+            cluster: None,
         })
     };
     let mut many_env = jobset_worker();
@@ -572,6 +606,29 @@ fn cases() -> Result<Vec<Case>> {
             volcano_job_worker(),
             Expect::Mutate,
         )?,
+        // As a ClusterAdmissionPolicy with the RBAC: one host call per object (behaviour.md §9).
+        present(
+            case(
+                "8-GPU worker (Kubeflow MPIJob)",
+                "azure",
+                mpijob_worker(),
+                Expect::Mutate,
+            )?,
+            "v1",
+            "ConfigMap",
+            None,
+        ),
+        present(
+            case(
+                "8-GPU worker (Volcano Job)",
+                "oci",
+                volcano_job_worker(),
+                Expect::Mutate,
+            )?,
+            "k8s.cni.cncf.io/v1",
+            "NetworkAttachmentDefinition",
+            Some("network-operator"),
+        ),
         // Issue 16's fabrics and GPUs, through the same example settings as their cloud's worker
         // above: the chart's GCP block, whose A3 Ultra pod gets RDMA by its machine.
         case(
@@ -599,6 +656,7 @@ fn cases() -> Result<Vec<Case>> {
             settings: example("vendor/aws-dra.yaml")?,
             pod: pytorchjob_worker(),
             expect: Expect::Mutate,
+            cluster: None,
         },
         Case {
             name: "8-GPU worker on A3 Ultra, managed DRANET (JobSet)".to_string(),
@@ -606,6 +664,7 @@ fn cases() -> Result<Vec<Case>> {
             settings: example("vendor/gcp-dranet.yaml")?,
             pod: a3_ultra_worker(),
             expect: Expect::Mutate,
+            cluster: None,
         },
         case(
             "30 containers, 1 GPU each",
@@ -639,12 +698,38 @@ fn cases() -> Result<Vec<Case>> {
 }
 
 /// Checks that the three functions answer what the case expects, so that the timings are of the
-/// work they claim to be.
-fn check(policy: &Instance, baseline: &Instance, case: &Case, payload: &[u8]) -> Result<()> {
+/// work they claim to be, and answers the host calls of one `validate`: none for a pod that is
+/// not opted in, at most one per object for one that is.
+fn check(policy: &Instance, baseline: &Instance, case: &Case, payload: &[u8]) -> Result<usize> {
     let answer = |instance: &Instance, function: &str| -> Result<Value> {
         Ok(serde_json::from_slice(&instance.call(function, payload)?)?)
     };
+    policy.take_host_calls();
     let ours = answer(policy, "validate")?;
+    let calls = policy.take_host_calls();
+    let mut objects: Vec<&[u8]> = calls.iter().map(|(_, _, _, p)| p.as_slice()).collect();
+    objects.sort_unstable();
+    objects.dedup();
+    if case.expect == Expect::Accept && !calls.is_empty() {
+        bail!(
+            "{}: a pod that is not opted in made {} host calls",
+            case.name,
+            calls.len()
+        );
+    }
+    if objects.len() != calls.len() {
+        bail!("{}: an object was looked for twice: {calls:?}", case.name);
+    }
+    // The object the case's cluster holds is found: no preflight warning.
+    if ours
+        .to_string()
+        .contains("does not exist, and this pod refers to it")
+    {
+        bail!(
+            "{}: the preflight found an object missing: {ours}",
+            case.name
+        );
+    }
     let accepted = answer(baseline, "validate")?;
     let echoed = answer(baseline, "validate_echo")?;
     let mutated = !ours["mutated_object"].is_null();
@@ -657,5 +742,5 @@ fn check(policy: &Instance, baseline: &Instance, case: &Case, payload: &[u8]) ->
     if echoed["mutated_object"] != case.pod {
         bail!("{}: the echo baseline did not echo the pod", case.name);
     }
-    Ok(())
+    Ok(calls.len())
 }

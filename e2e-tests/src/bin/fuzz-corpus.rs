@@ -1,7 +1,8 @@
 //! Writes the seed corpus of the fuzz targets (`make fuzz-corpus`) from the end-to-end cases:
 //! every case's request as a `validate` payload, every settings block as a `validate_settings`
 //! input, and every pod (and every expected mutated pod) with its case's settings as an
-//! `opted_in` input (settings, a NUL byte, the pod). File names are
+//! `opted_in` input (settings, a NUL byte, the pod; for the cases with cluster state, again with
+//! a NUL byte and a host answer). File names are
 //! content hashes, so running it again adds nothing new.
 //!
 //! Usage: `fuzz-corpus [DIR]`, DIR defaulting to `fuzz/corpus`.
@@ -36,6 +37,15 @@ fn main() -> Result<()> {
             input.push(0);
             input.extend(serde_json::to_vec(pod)?);
             written += write(&out.join("opted_in"), &input)?;
+            // A case with cluster state: the pod again, with host answers (behaviour.md §9).
+            if case.cluster.is_some() {
+                for answer in HOST_ANSWERS {
+                    let mut with_answer = input.clone();
+                    with_answer.push(0);
+                    with_answer.extend(answer.as_bytes());
+                    written += write(&out.join("opted_in"), &with_answer)?;
+                }
+            }
         }
     }
     for (_, case) in cases::load::<SettingsCase>(&root.join("settings-cases"))? {
@@ -61,6 +71,16 @@ fn main() -> Result<()> {
     println!("{written} new seed inputs under {}", out.display());
     Ok(())
 }
+
+/// Answers of the preflight's host calls: lists with and without the objects the cases look for,
+/// and text a policy server never sends.
+const HOST_ANSWERS: [&str; 5] = [
+    r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]}"#,
+    r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{},"items":[{"metadata":{"name":"nccl-topo","namespace":"team-a"}}]}"#,
+    r#"{"kind":"NetworkAttachmentDefinitionList","items":[{"metadata":{"name":"sriov-net"}}]}"#,
+    r#"{"items":{}}"#,
+    "not a list",
+];
 
 /// Writes `bytes` under a name from their FNV-1a hash; 1 if the file is new.
 fn write(dir: &Path, bytes: &[u8]) -> Result<usize> {

@@ -1,0 +1,138 @@
+//! The cluster the test host answers the policy's context-aware host calls from, as a policy
+//! server does (behaviour.md §9): `kubewarden/kubernetes/list_resources_by_namespace` lists the
+//! fixture objects of one apiVersion and kind in one namespace, narrowed by a
+//! `metadata.name=<name>` field selector. Without a cluster every host call is an error, which is
+//! what a policy server answers a policy deployed as an `AdmissionPolicy`; a kind listed under
+//! `forbidden` gets an error too (no RBAC, not in `contextAwareResources`), and one under
+//! `garbage` gets that text as its answer.
+//!
+//! The host reads the request strictly (unknown fields, a label selector or a field selector
+//! other than by name are errors), so that a request the policy server would read differently
+//! fails the test instead of listing everything.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The state of the fixture cluster.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Objects that exist, each with `apiVersion`, `kind`, `metadata.namespace`, `metadata.name`.
+    #[serde(default)]
+    pub objects: Vec<Value>,
+    /// Kinds the host answers with an error.
+    #[serde(default)]
+    pub forbidden: Vec<String>,
+    /// Kinds the host answers with this text, which is not a list.
+    #[serde(default)]
+    pub garbage: BTreeMap<String, String>,
+}
+
+/// `ListResourcesByNamespaceRequest` of kubewarden-policy-sdk 0.17.3, as the host reads it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListRequest {
+    api_version: String,
+    kind: String,
+    namespace: String,
+    #[serde(default)]
+    label_selector: Option<String>,
+    #[serde(default)]
+    field_selector: Option<String>,
+}
+
+/// What the host keeps between calls: the cluster of the case, and every call the guest made.
+#[derive(Debug, Default)]
+pub struct HostState {
+    pub cluster: Option<Cluster>,
+    /// `(binding, namespace, operation, payload)` of each host call, in order.
+    pub calls: Vec<(String, String, String, Vec<u8>)>,
+}
+
+pub type Shared = Arc<Mutex<HostState>>;
+
+type HostError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The waPC host callback over `state`.
+pub fn callback(
+    state: Shared,
+) -> impl Fn(u64, &str, &str, &str, &[u8]) -> Result<Vec<u8>, HostError> + Send + Sync + 'static {
+    move |_id, binding, namespace, operation, payload| {
+        let mut state = state.lock().map_err(|_| "host state poisoned")?;
+        state.calls.push((
+            binding.to_string(),
+            namespace.to_string(),
+            operation.to_string(),
+            payload.to_vec(),
+        ));
+        answer(
+            state.cluster.as_ref(),
+            binding,
+            namespace,
+            operation,
+            payload,
+        )
+    }
+}
+
+/// The host's answer to one call.
+pub fn answer(
+    cluster: Option<&Cluster>,
+    binding: &str,
+    namespace: &str,
+    operation: &str,
+    payload: &[u8],
+) -> Result<Vec<u8>, HostError> {
+    let Some(cluster) = cluster else {
+        // What policy-server answers a policy that may not read the cluster.
+        return Err("policy is not allowed to access context-aware resources".into());
+    };
+    if (binding, namespace, operation)
+        != ("kubewarden", "kubernetes", "list_resources_by_namespace")
+    {
+        return Err(format!("this test host serves no {binding}/{namespace}/{operation}").into());
+    }
+    let request: ListRequest = serde_json::from_slice(payload)
+        .map_err(|e| format!("cannot read the list request: {e}"))?;
+    if request.label_selector.is_some() {
+        return Err("this test host serves no label selector".into());
+    }
+    let name = match &request.field_selector {
+        None => None,
+        Some(selector) => Some(
+            selector
+                .strip_prefix("metadata.name=")
+                .filter(|name| !name.contains(','))
+                .ok_or_else(|| format!("this test host serves no field selector {selector:?}"))?,
+        ),
+    };
+    if cluster.forbidden.contains(&request.kind) {
+        return Err(format!(
+            "kind {} {} is not allowed: it is not among the policy's contextAwareResources",
+            request.api_version, request.kind
+        )
+        .into());
+    }
+    if let Some(text) = cluster.garbage.get(&request.kind) {
+        return Ok(text.clone().into_bytes());
+    }
+    let items: Vec<&Value> = cluster
+        .objects
+        .iter()
+        .filter(|o| o["apiVersion"] == request.api_version.as_str())
+        .filter(|o| o["kind"] == request.kind.as_str())
+        .filter(|o| o["metadata"]["namespace"] == request.namespace.as_str())
+        .filter(|o| name.is_none_or(|name| o["metadata"]["name"] == name))
+        .collect();
+    // A list as kube-rs serialises its ObjectList.
+    let list = json!({
+        "apiVersion": request.api_version,
+        "kind": format!("{}List", request.kind),
+        "metadata": {"resourceVersion": "1"},
+        "items": items,
+    });
+    Ok(serde_json::to_vec(&list)?)
+}

@@ -1,0 +1,137 @@
+//! The preflight's host calls (behaviour.md §9), as the compiled module makes them in wasmtime:
+//! exactly the request the policy server reads, one per object, in the right namespace, and none
+//! for a pod the policy does not wire. (The answers' effects are the cases under
+//! `e2e-tests/cases/preflight/`.)
+
+mod common;
+
+use common::{repo_root, yaml};
+use e2e_tests::cluster::Cluster;
+use e2e_tests::{Instance, admission_request, pod_kind, policy};
+use fixtures::{TRIGGER, volcano_worker, without_trigger};
+use serde_json::{Value, json};
+
+fn pod(name: &str) -> Value {
+    yaml(&repo_root().join("e2e-tests/pods").join(name))
+}
+
+/// The `(binding, namespace, operation, payload)` of the host calls one `validate` makes.
+fn calls(
+    instance: &Instance,
+    operation: &str,
+    object: &Value,
+    settings: &Value,
+) -> Vec<(String, String, String, Value)> {
+    instance.take_host_calls();
+    let request = admission_request(operation, &pod_kind(), object);
+    let response = instance.validate(&request, settings).unwrap();
+    assert!(response.accepted, "{:?}", response.message);
+    instance
+        .take_host_calls()
+        .into_iter()
+        .map(|(binding, namespace, op, payload)| {
+            let payload = serde_json::from_slice(&payload).expect("the request is JSON");
+            (binding, namespace, op, payload)
+        })
+        .collect()
+}
+
+fn list(payload: Value) -> (String, String, String, Value) {
+    (
+        "kubewarden".into(),
+        "kubernetes".into(),
+        "list_resources_by_namespace".into(),
+        payload,
+    )
+}
+
+#[test]
+fn one_list_call_per_object_narrowed_to_its_name() {
+    let instance = policy().instance().unwrap();
+    instance.set_cluster(Some(Cluster::default()));
+    // The SDK's ListResourcesByNamespaceRequest, without field_masks (newer than policy-server
+    // 1.36) and without a label selector.
+    assert_eq!(
+        calls(
+            &instance,
+            "CREATE",
+            &pod("azure-worker.yaml"),
+            &json!({"azure": {"enabled": true}})
+        ),
+        [list(json!({
+            "api_version": "v1",
+            "kind": "ConfigMap",
+            "namespace": "team-a",
+            "field_selector": "metadata.name=nccl-topo"
+        }))]
+    );
+    // 64 attachments of one network: one call, in the network's namespace.
+    assert_eq!(
+        calls(
+            &instance,
+            "CREATE",
+            &pod("oci-worker.yaml"),
+            &json!({"oci": {"enabled": true}})
+        ),
+        [list(json!({
+            "api_version": "k8s.cni.cncf.io/v1",
+            "kind": "NetworkAttachmentDefinition",
+            "namespace": "network-operator",
+            "field_selector": "metadata.name=sriov-net"
+        }))]
+    );
+    // A network without a namespace is the pod's own.
+    assert_eq!(
+        calls(
+            &instance,
+            "CREATE",
+            &pod("oci-worker.yaml"),
+            &json!({"oci": {"enabled": true, "network": "rdma-vf"}})
+        ),
+        [list(json!({
+            "api_version": "k8s.cni.cncf.io/v1",
+            "kind": "NetworkAttachmentDefinition",
+            "namespace": "nemo-jobs",
+            "field_selector": "metadata.name=rdma-vf"
+        }))]
+    );
+}
+
+#[test]
+fn no_call_for_a_pod_the_policy_does_not_wire() {
+    let instance = policy().instance().unwrap();
+    instance.set_cluster(Some(Cluster::default()));
+    let azure = json!({"azure": {"enabled": true}, "preflight": "reject"});
+    let oci = json!({"oci": {"enabled": true}, "preflight": "reject"});
+    let wired = pod("azure-worker.yaml");
+    let mut opted_out = wired.clone();
+    opted_out["metadata"]["annotations"]["nmp.nvidia.com/disable-multi-node-networking"] =
+        json!("true");
+    let mut near_miss = wired.clone();
+    near_miss["metadata"]["annotations"][TRIGGER] = json!("True");
+    let no_gpu = volcano_worker(
+        json!({TRIGGER: "true"}),
+        json!({"containers": [{"name": "c", "image": "i"}]}),
+    );
+    for (what, operation, object, settings) in [
+        (
+            "not opted in",
+            "CREATE",
+            without_trigger(wired.clone()),
+            &azure,
+        ),
+        ("a near miss", "CREATE", near_miss, &azure),
+        ("opted out", "CREATE", opted_out, &azure),
+        ("no GPU", "CREATE", no_gpu.clone(), &azure),
+        ("no GPU", "CREATE", no_gpu, &oci),
+        ("an UPDATE", "UPDATE", wired.clone(), &azure),
+        (
+            "a pod of another cloud's setting",
+            "CREATE",
+            pod("oci-worker.yaml"),
+            &json!({"aws": {"enabled": true}, "preflight": "reject"}),
+        ),
+    ] {
+        assert_eq!(calls(&instance, operation, &object, settings), [], "{what}");
+    }
+}

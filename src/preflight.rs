@@ -1,0 +1,353 @@
+//! Preflight (behaviour.md §9): the objects of the cluster an opted-in pod's injection refers to,
+//! looked for through Kubewarden's context-aware host calls, so that a missing one is named in a
+//! warning (or, on request, a rejection) instead of leaving the pod stuck in ContainerCreating.
+//!
+//! What an injection may refer to is data: [`KINDS`], one row per kind, and [`references`], which
+//! reads a pod's references off the profile the engine applied. Each object is looked for with one
+//! `list_resources_by_namespace` call narrowed to its name: an empty list is an object that is
+//! missing, while an error (an `AdmissionPolicy`, no RBAC, a kind not in `contextAwareResources`)
+//! only says that the policy may not look, which `get_resource` could not tell apart. Where the
+//! policy may not look, or the answer cannot be read, it says nothing: a preflight never blocks a
+//! pod by failing.
+
+use std::borrow::Cow;
+
+use crate::fragment::push_string;
+use crate::lenient::{Loose, Members, items, members, read, string};
+use crate::profile::{Profile, Source};
+
+/// What the settings' `preflight` asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Warn about a missing object (the default).
+    #[default]
+    Warn,
+    /// Refuse a pod that refers to a missing object.
+    Reject,
+    /// Make no host call. (Not `off`: YAML 1.1, which kubectl reads manifests with, reads an
+    /// unquoted `off` as `false`.)
+    Skip,
+}
+
+impl Mode {
+    pub const NAMES: [&'static str; 3] = ["warn", "reject", "skip"];
+
+    pub fn named(name: &str) -> Option<Mode> {
+        match name {
+            "warn" => Some(Mode::Warn),
+            "reject" => Some(Mode::Reject),
+            "skip" => Some(Mode::Skip),
+            _ => None,
+        }
+    }
+}
+
+/// A kind of object an injection refers to, and what creates it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// As `contextAwareResources` and the host call name it.
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    /// How to make a missing one exist, around the pod's namespace.
+    pub creates: (&'static str, &'static str),
+}
+
+/// Azure's NCCL topology: the files of `deploy/azure` are named `nccl-topo` in namespace `nemo`
+/// (deploy/README.md, "Azure: the NCCL topology ConfigMap").
+pub const TOPOLOGY: Kind = Kind {
+    api_version: "v1",
+    kind: "ConfigMap",
+    creates: (
+        "create it from the file for your VM size (its name is nccl-topo: rename it if azure.ncclTopologyConfigMap says otherwise): sed 's/^  namespace: nemo$/  namespace: ",
+        "/' deploy/azure/nccl-topology-ndv5.yaml | kubectl apply -f - (nccl-topology-ndv4.yaml for ND A100 v4)",
+    ),
+};
+
+/// OCI's Multus network (k8s.cni.cncf.io/v1, the Network Plumbing Working Group's CRD); the NVIDIA
+/// network operator writes one per `SriovNetwork`.
+pub const NETWORK: Kind = Kind {
+    api_version: "k8s.cni.cncf.io/v1",
+    kind: "NetworkAttachmentDefinition",
+    creates: (
+        "create it (the NVIDIA network operator writes one for each SriovNetwork, in its networkNamespace), or set oci.network to one that kubectl get network-attachment-definitions -A lists",
+        "",
+    ),
+};
+
+/// Every kind the policy may look for: what `contextAwareResources` lists (a test compares them).
+pub const KINDS: &[&Kind] = &[&TOPOLOGY, &NETWORK];
+
+/// One object a pod's injection refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference<'a> {
+    pub kind: &'static Kind,
+    /// `namespace/name`, or `name` in the pod's namespace (Multus's form; a ConfigMap's name has
+    /// no `/`).
+    pub object: Cow<'a, str>,
+}
+
+impl Reference<'_> {
+    /// `(namespace, name)`; no namespace means the pod's own.
+    pub fn parts(&self) -> (Option<&str>, &str) {
+        match self.object.split_once('/') {
+            Some((namespace, name)) => (Some(namespace), name),
+            None => (None, &self.object),
+        }
+    }
+}
+
+/// The objects `profile` makes a pod refer to: the ConfigMap volumes among `volumes` (those the
+/// pod now has as the policy's), and the Multus network when the pod lists it (`devices` > 0).
+/// A new kind of reference is one more line here and a row of [`KINDS`].
+pub fn references<'a>(profile: &Profile<'a>, volumes: &[&str], devices: u64) -> Vec<Reference<'a>> {
+    let mut found = Vec::new();
+    for volume in profile.volumes.iter().filter(|v| volumes.contains(&v.name)) {
+        if let Source::ConfigMap { name } = &volume.source {
+            found.push(Reference {
+                kind: &TOPOLOGY,
+                object: name.clone(),
+            });
+        }
+    }
+    if let Some(network) = profile.network.as_ref().filter(|_| devices > 0) {
+        found.push(Reference {
+            kind: &NETWORK,
+            object: network.0.clone(),
+        });
+    }
+    found
+}
+
+/// The host's `list_resources_by_namespace`: the request's JSON in, the list's JSON out; `None`
+/// for an error (the policy may not look).
+pub type Host<'h> = &'h dyn Fn(&[u8]) -> Option<Vec<u8>>;
+
+/// A host that always answers an error: where there is none (the playground, native tests), as a
+/// policy server answers an `AdmissionPolicy`.
+pub fn no_host(_request: &[u8]) -> Option<Vec<u8>> {
+    None
+}
+
+/// Looks for each of `references` once. Answers the warnings about the missing ones, or, with
+/// [`Mode::Reject`], the rejection naming the first one missing.
+pub fn check(
+    references: &[Reference<'_>],
+    namespace: &str,
+    mode: Mode,
+    host: Host<'_>,
+) -> Result<Vec<String>, String> {
+    let mut warnings = Vec::new();
+    if mode == Mode::Skip {
+        return Ok(warnings);
+    }
+    for reference in references {
+        let (own, name) = reference.parts();
+        let namespace = own.unwrap_or(namespace);
+        let answer = host(&request(reference.kind, namespace, name));
+        if answer.and_then(|list| lists(&list, name)) != Some(false) {
+            continue;
+        }
+        let creates = reference.kind.creates;
+        let message = format!(
+            "multi-node networking: {} {namespace}/{} does not exist, and this pod refers to it: it will not start until it does; {}{}{}",
+            reference.kind.kind,
+            name,
+            creates.0,
+            if creates.1.is_empty() { "" } else { namespace },
+            creates.1
+        );
+        if mode == Mode::Reject {
+            return Err(format!("{message} (preflight: reject refuses such a pod)"));
+        }
+        warnings.push(message);
+    }
+    Ok(warnings)
+}
+
+/// The `list_resources_by_namespace` request for the object `name` of `kind` in `namespace`
+/// (snake_case, as the SDK's `ListResourcesByNamespaceRequest` writes it; `field_masks`, newer
+/// than policy-server 1.36, is left out).
+pub fn request(kind: &Kind, namespace: &str, name: &str) -> Vec<u8> {
+    let mut text = String::with_capacity(160);
+    text.push_str(r#"{"api_version":""#);
+    text.push_str(kind.api_version);
+    text.push_str(r#"","kind":""#);
+    text.push_str(kind.kind);
+    text.push_str(r#"","namespace":"#);
+    push_string(&mut text, namespace);
+    text.push_str(r#","field_selector":"#);
+    push_string(&mut text, &format!("metadata.name={name}"));
+    text.push('}');
+    text.into_bytes()
+}
+
+/// Whether the list the host answered holds an object named `name` (a host that ignored the
+/// field selector answers others too); `None` when the answer is not a list.
+pub fn lists(answer: &[u8], name: &str) -> Option<bool> {
+    let text = std::str::from_utf8(answer).ok()?;
+    // Only an object with an `items` list is a list; anything else is an error of the host.
+    let list = read::<Loose<Members<'_>>>(text).ok()?.0.get("items")?;
+    if !list.get().starts_with('[') {
+        return None;
+    }
+    Some(items(list).iter().any(|item| {
+        members(item)
+            .get("metadata")
+            .map(members)
+            .and_then(|metadata| metadata.get("name"))
+            .and_then(string)
+            .is_some_and(|found| found == name)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    fn topology(name: &'static str) -> Reference<'static> {
+        Reference {
+            kind: &TOPOLOGY,
+            object: Cow::Borrowed(name),
+        }
+    }
+
+    fn network(object: &'static str) -> Reference<'static> {
+        Reference {
+            kind: &NETWORK,
+            object: Cow::Borrowed(object),
+        }
+    }
+
+    #[test]
+    fn the_request_is_the_sdks_narrowed_to_the_name() {
+        let text = request(&NETWORK, "network-operator", "sriov-net");
+        assert_eq!(
+            std::str::from_utf8(&text).unwrap(),
+            r#"{"api_version":"k8s.cni.cncf.io/v1","kind":"NetworkAttachmentDefinition","namespace":"network-operator","field_selector":"metadata.name=sriov-net"}"#
+        );
+        let text = request(&TOPOLOGY, "team-\"a\"", "nccl-topo");
+        let value: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(value["namespace"], "team-\"a\"");
+        assert_eq!(value["api_version"], "v1");
+    }
+
+    #[test]
+    fn only_a_list_answers_present_or_missing() {
+        let list = |items: &str| {
+            format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMapList","metadata":{{}},"items":{items}}}"#
+            )
+        };
+        assert_eq!(lists(list("[]").as_bytes(), "a"), Some(false));
+        assert_eq!(
+            lists(list(r#"[{"metadata":{"name":"a"}}]"#).as_bytes(), "a"),
+            Some(true)
+        );
+        // A host that ignored the selector: only the name counts.
+        assert_eq!(
+            lists(
+                list(r#"[{"metadata":{"name":"b"}},{"metadata":{}},3]"#).as_bytes(),
+                "a"
+            ),
+            Some(false)
+        );
+        for garbage in [
+            "",
+            "null",
+            "[]",
+            "{}",
+            r#"{"items":null}"#,
+            r#"{"items":{}}"#,
+            r#"{"items":"[]"}"#,
+            r#"{"items":[]"#,
+            r#"{"items":[]} x"#,
+        ] {
+            assert_eq!(lists(garbage.as_bytes(), "a"), None, "{garbage}");
+        }
+        assert_eq!(lists(&[0xff, b'{'], "a"), None);
+    }
+
+    #[test]
+    fn one_call_per_reference_and_what_each_answer_means() {
+        let calls = RefCell::new(Vec::new());
+        let answers = |answer: Option<&'static str>| {
+            let calls = &calls;
+            move |request: &[u8]| {
+                calls
+                    .borrow_mut()
+                    .push(String::from_utf8_lossy(request).into_owned());
+                answer.map(|a| a.as_bytes().to_vec())
+            }
+        };
+        let refs = [topology("nccl-topo"), network("net/sriov")];
+        assert_eq!(refs[0].parts(), (None, "nccl-topo"));
+        assert_eq!(refs[1].parts(), (Some("net"), "sriov"));
+        let missing = answers(Some(r#"{"items":[]}"#));
+        let warnings = check(&refs, "jobs", Mode::Warn, &missing).unwrap();
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].contains("ConfigMap jobs/nccl-topo does not exist"));
+        assert!(warnings[0].contains("namespace: jobs/' deploy/azure/"));
+        assert!(warnings[1].contains("NetworkAttachmentDefinition net/sriov does not exist"));
+        assert_eq!(calls.borrow().len(), 2);
+        assert!(calls.borrow()[0].contains(r#""namespace":"jobs""#));
+        assert!(calls.borrow()[1].contains(r#""namespace":"net""#));
+        calls.borrow_mut().clear();
+        // Reject: the first missing one, and no more calls.
+        let rejection = check(&refs, "jobs", Mode::Reject, &missing).unwrap_err();
+        assert!(rejection.starts_with("multi-node networking: ConfigMap jobs/nccl-topo"));
+        assert!(rejection.ends_with("(preflight: reject refuses such a pod)"));
+        assert_eq!(calls.borrow().len(), 1);
+        calls.borrow_mut().clear();
+        // Present, an error, garbage: nothing said, in either mode.
+        for answer in [
+            Some(r#"{"items":[{"metadata":{"name":"nccl-topo"}},{"metadata":{"name":"sriov"}}]}"#),
+            None,
+            Some("not json"),
+        ] {
+            for mode in [Mode::Warn, Mode::Reject] {
+                assert_eq!(check(&refs, "jobs", mode, &answers(answer)), Ok(vec![]));
+            }
+        }
+        assert_eq!(calls.borrow().len(), 12);
+        calls.borrow_mut().clear();
+        // Skip: no call at all.
+        assert_eq!(check(&refs, "jobs", Mode::Skip, &missing), Ok(vec![]));
+        assert!(calls.borrow().is_empty());
+        assert_eq!(no_host(b"{}"), None);
+    }
+
+    #[test]
+    fn modes_are_named_as_the_settings_write_them() {
+        for (name, mode) in Mode::NAMES
+            .iter()
+            .zip([Mode::Warn, Mode::Reject, Mode::Skip])
+        {
+            assert_eq!(Mode::named(name), Some(mode));
+        }
+        assert_eq!(Mode::named("off"), None);
+        assert_eq!(Mode::named("Warn"), None);
+        assert_eq!(Mode::default(), Mode::Warn);
+    }
+
+    #[test]
+    fn the_kinds_are_the_metadatas_context_aware_resources() {
+        let metadata = include_str!("../policy-metadata.yml");
+        for kind in KINDS {
+            let listed = format!(
+                "  - apiVersion: {}\n    kind: {}\n",
+                kind.api_version, kind.kind
+            );
+            assert!(metadata.contains(&listed), "{listed}");
+        }
+        assert_eq!(metadata.matches("\n    kind: ").count(), KINDS.len());
+    }
+
+    #[test]
+    fn every_kind_is_namespaced_and_says_what_creates_it() {
+        for kind in KINDS {
+            assert!(!kind.creates.0.is_empty(), "{}", kind.kind);
+            assert!(kind.api_version == "v1" || kind.api_version.contains('/'));
+        }
+    }
+}
