@@ -74,8 +74,19 @@ pub const NETWORK: Kind = Kind {
     ),
 };
 
+/// The `ResourceClaimTemplate` of a `deviceClaim` (behaviour.md §3.8): `deploy/` ships those the
+/// vendor files name, to be applied in every namespace that runs jobs.
+pub const CLAIM_TEMPLATE: Kind = Kind {
+    api_version: "resource.k8s.io/v1",
+    kind: "ResourceClaimTemplate",
+    creates: (
+        "create it in that namespace: kubectl apply -n ",
+        " -f deploy/aws/dra/efa-claim-templates.yaml (EKS EFA DRA) or deploy/gcp/dra/default-rdma.yaml (GKE managed DRANET), or a template of that name for your DRA driver",
+    ),
+};
+
 /// Every kind the policy may look for: what `contextAwareResources` lists (a test compares them).
-pub const KINDS: &[&Kind] = &[&TOPOLOGY, &NETWORK];
+pub const KINDS: &[&Kind] = &[&TOPOLOGY, &NETWORK, &CLAIM_TEMPLATE];
 
 /// One object a pod's injection refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,9 +108,15 @@ impl Reference<'_> {
 }
 
 /// The objects `profile` makes a pod refer to: the ConfigMap volumes among `volumes` (those the
-/// pod now has as the policy's), and the Multus network when the pod lists it (`devices` > 0).
-/// A new kind of reference is one more line here and a row of [`KINDS`].
-pub fn references<'a>(profile: &Profile<'a>, volumes: &[&str], devices: u64) -> Vec<Reference<'a>> {
+/// pod now has as the policy's), the Multus network when the pod lists it (`devices` > 0, no DRA
+/// claim in its place), and the template of the fabric's claim (`claim_template`, when the pod's
+/// claim is made from it). A new kind of reference is one more line here and a row of [`KINDS`].
+pub fn references<'a>(
+    profile: &Profile<'a>,
+    volumes: &[&str],
+    devices: u64,
+    claim_template: Option<String>,
+) -> Vec<Reference<'a>> {
     let mut found = Vec::new();
     for volume in profile.volumes.iter().filter(|v| volumes.contains(&v.name)) {
         if let Source::ConfigMap { name } = &volume.source {
@@ -109,10 +126,17 @@ pub fn references<'a>(profile: &Profile<'a>, volumes: &[&str], devices: u64) -> 
             });
         }
     }
-    if let Some(network) = profile.network.as_ref().filter(|_| devices > 0) {
+    let listed = devices > 0 && claim_template.is_none();
+    if let Some(network) = profile.network.as_ref().filter(|_| listed) {
         found.push(Reference {
             kind: &NETWORK,
             object: network.0.clone(),
+        });
+    }
+    if let Some(template) = claim_template {
+        found.push(Reference {
+            kind: &CLAIM_TEMPLATE,
+            object: Cow::Owned(template),
         });
     }
     found

@@ -114,6 +114,7 @@ fn mutating_and_execution_mode_are_declared() {
     // apiVersion and kind the host call names; Artifact Hub's annotation is the same list.
     let kinds = serde_json::json!([
         {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
         {"apiVersion": "v1", "kind": "ConfigMap"},
     ]);
     assert_eq!(

@@ -13,6 +13,14 @@ use crate::view::{Node, Object};
 
 use super::container::GpuContainer;
 
+/// What [`Claim::add`] did: whether the pod changed, whether it has claims besides the fabric's,
+/// and the template its fabric claim is made from, if it is the settings'.
+pub(super) struct Added {
+    pub(super) changed: bool,
+    pub(super) others: bool,
+    pub(super) template: Option<String>,
+}
+
 /// The pod's claim of the fabric, before the pod has it.
 pub(super) struct Claim<'c> {
     /// Its name in the pod: the settings', else the fabric's.
@@ -52,13 +60,14 @@ impl<'c> Claim<'c> {
     /// Adds the claim, made from the template for `count` devices, to `spec` unless the pod has a
     /// claim of its name or from that template, and names the pod's claim in every GPU
     /// container. Returns whether it changed the pod, and whether the pod has claims besides the
-    /// fabric's.
+    /// fabric's, and the template the pod's claim is made from, where it is this one (for the
+    /// preflight; a claim of the name the user made otherwise is theirs).
     pub(super) fn add(
         &self,
         spec: &mut Object<'_>,
         gpu_containers: &[GpuContainer],
         count: u64,
-    ) -> Result<(bool, bool), Rejection> {
+    ) -> Result<Added, Rejection> {
         let template = with_count(&self.setting.template, count);
         if !is_dns1123_subdomain(&template) {
             return Err(self.not_a_name(&template, count));
@@ -74,6 +83,7 @@ impl<'c> Claim<'c> {
                     .find(|c| c.name.0.is_some() && c.template.as_str() == Some(&template))
             });
         let others = claims.len() > usize::from(ours.is_some());
+        let from_template = ours.is_none_or(|c| c.template.as_str() == Some(&template));
         let name = ours.and_then(|c| c.name.as_str()).unwrap_or(self.name);
         let name = name.to_string();
         let mut changed = false;
@@ -89,8 +99,13 @@ impl<'c> Claim<'c> {
         push_string(&mut entry, &name);
         entry.push('}');
         expect_read(spec, "containers", Read::List);
+        let template = from_template.then_some(template);
         let Some(Node::List(containers)) = spec.get_mut("containers") else {
-            return Ok((changed, others));
+            return Ok(Added {
+                changed,
+                others,
+                template,
+            });
         };
         for gpu in gpu_containers {
             let Some(Node::Object(container)) = containers.get_mut(gpu.index) else {
@@ -106,7 +121,11 @@ impl<'c> Claim<'c> {
                 changed |= append(resources, "claims", entry.clone()).map_err(within)?;
             }
         }
-        Ok((changed, others))
+        Ok(Added {
+            changed,
+            others,
+            template,
+        })
     }
 }
 

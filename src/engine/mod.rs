@@ -251,14 +251,16 @@ fn apply<'a>(
         }
     }
     let mut other_claims = machine::has_claims(spec);
+    let mut claim_template = None;
     if let Some(claim) = &claim {
         let count = match profile.device {
             Some(_) => devices,
             None => claim::Claim::nics(profile, machine.nics),
         };
-        let (changed, others) = claim.add(spec, &gpu_containers, count)?;
-        outcome.changed |= changed;
-        other_claims = others;
+        let added = claim.add(spec, &gpu_containers, count)?;
+        outcome.changed |= added.changed;
+        other_claims = added.others;
+        claim_template = added.template;
     }
     if machine.nvlink_domain && !other_claims {
         outcome.warnings.push(
@@ -277,7 +279,7 @@ fn apply<'a>(
     outcome.changed |= added;
     present.extend(existing_volumes.iter().filter(|v| !conflicts.contains(v)));
     outcome.changed |= annotate(pod, profile, machine.nics, devices, claim.is_some())?;
-    outcome.references = preflight::references(profile, &present, devices);
+    outcome.references = preflight::references(profile, &present, devices, claim_template);
     Ok(outcome)
 }
 
@@ -590,6 +592,48 @@ pub(super) mod tests {
                 []
             );
         }
+    }
+
+    #[test]
+    fn a_device_claim_refers_to_its_template_in_place_of_the_network() {
+        let claimed = |cloud: &str| {
+            config_of(
+                json!({cloud: {"enabled": true, "deviceClaim": {"template": "nics-{count}"}}}),
+            )
+        };
+        let template = |name: &str| vec![("ResourceClaimTemplate", None, name.to_string())];
+        // AWS: 8 GPUs × efaDevicesPerGPU's default of 1 (behaviour.md §1.3), the count in the
+        // name; a second pass, whose claim the pod has, still refers to it.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        assert_eq!(
+            references(&inject(&mut p, &claimed("aws")).unwrap()),
+            template("nics-8")
+        );
+        assert_eq!(
+            references(&inject(&mut p, &claimed("aws")).unwrap()),
+            template("nics-8")
+        );
+        // OCI (8 VFs per GPU by default, §1.3): the claim stands for the Multus list, so no network
+        // is looked for.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        assert_eq!(
+            references(&inject(&mut p, &claimed("oci")).unwrap()),
+            template("nics-64")
+        );
+        // Azure: the topology ConfigMap stays, beside the claim's template.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        let both = vec![
+            ("ConfigMap", None, "nccl-topo".to_string()),
+            ("ResourceClaimTemplate", None, "nics-8".to_string()),
+        ];
+        assert_eq!(
+            references(&inject(&mut p, &claimed("azure")).unwrap()),
+            both
+        );
+        // A claim of the fabric's name that the user made from something else is theirs.
+        let mut p = pod(vec![gpu_container("t", json!(8))]);
+        p["spec"]["resourceClaims"] = json!([{"name": "efa", "resourceClaimName": "mine"}]);
+        assert_eq!(references(&inject(&mut p, &claimed("aws")).unwrap()), []);
     }
 
     #[test]
