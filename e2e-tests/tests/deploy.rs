@@ -253,15 +253,25 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
 fn preflight_kinds(
     cloud: &str,
 ) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
+    // A deviceClaim's template (behaviour.md §3.8) may be referred to on every cloud.
+    const CLAIM_TEMPLATE: (&str, &str, &str, &str) = (
+        "resource.k8s.io/v1",
+        "ResourceClaimTemplate",
+        "resource.k8s.io",
+        "resourceclaimtemplates",
+    );
     match cloud {
-        "azure" => &[("v1", "ConfigMap", "", "configmaps")],
-        "oci" => &[(
-            "k8s.cni.cncf.io/v1",
-            "NetworkAttachmentDefinition",
-            "k8s.cni.cncf.io",
-            "network-attachment-definitions",
-        )],
-        _ => &[],
+        "azure" => &[("v1", "ConfigMap", "", "configmaps"), CLAIM_TEMPLATE],
+        "oci" => &[
+            (
+                "k8s.cni.cncf.io/v1",
+                "NetworkAttachmentDefinition",
+                "k8s.cni.cncf.io",
+                "network-attachment-definitions",
+            ),
+            CLAIM_TEMPLATE,
+        ],
+        _ => &[CLAIM_TEMPLATE],
     }
 }
 
