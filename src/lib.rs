@@ -47,6 +47,7 @@ pub mod placement;
 pub mod profile;
 pub mod quantity;
 pub mod ratio;
+pub mod record;
 pub mod settings;
 pub mod tape;
 pub mod trigger;

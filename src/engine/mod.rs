@@ -18,6 +18,7 @@ use crate::merge::{
 use crate::multus;
 use crate::placement;
 use crate::profile::{Profile, Sidecar, Volume};
+use crate::record::{Record, Wired};
 use crate::settings::{CloudSettings, Config};
 use crate::view::{Member, Node, Object, Shape};
 use container::{Additions, GpuContainer, container_name, gpu_containers, inject_container};
@@ -65,6 +66,8 @@ const MEMBERS: Shape = Shape::TEXT;
 pub struct Outcome {
     pub changed: bool,
     pub warnings: Vec<String>,
+    /// The record of what was injected, when the pod changed (behaviour.md §2.1).
+    pub record: Option<String>,
 }
 
 /// Injects the configured cloud's fabric into `pod`, as its machine decides. On a rejection the
@@ -108,7 +111,16 @@ pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Reje
         seccomp,
         gpu_containers,
     };
-    apply(pod, &profile, &config.cloud, &machine, pod_spec, outcome)
+    let outcome = apply(pod, &profile, &config.cloud, &machine, pod_spec, outcome)?;
+    // The record is the policy's own statement: written, over any stale one, only on a pod the
+    // policy changed in some other way, so that a second pass changes nothing.
+    if let (Some(record), Some(key)) = (&outcome.record, &config.record) {
+        let metadata = object_entry(pod, "metadata")?;
+        let annotations =
+            object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
+        annotations.insert(key, Node::New(render_string(record)));
+    }
+    Ok(outcome)
 }
 
 /// What [`inject`] read of the pod before the injection.
@@ -172,6 +184,7 @@ fn apply(
 
     let mut devices: u64 = 0;
     let mut mounted = Vec::new();
+    let mut wired = Vec::with_capacity(gpu_containers.len());
     expect_read(spec, "containers", Read::List);
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
         return Err(malformed("spec.containers", "a list"));
@@ -187,6 +200,10 @@ fn apply(
         outcome.changed |= done.changed;
         devices = devices.saturating_add(done.devices);
         mounted.extend(done.mounted);
+        wired.push(Wired {
+            name,
+            devices: profile.device.as_ref().map(|_| done.devices),
+        });
     }
 
     if let (Some(placement), Some(device)) = (&placement, &profile.device) {
@@ -227,6 +244,19 @@ fn apply(
         .collect();
     outcome.changed |= add_volumes(spec, wanted, &mounted)?;
     outcome.changed |= annotate(pod, profile, machine.nics, devices)?;
+    if outcome.changed {
+        let record = Record {
+            cloud: settings.cloud.name,
+            fabric: machine.fabric.map_or("", |f| f.name),
+            device: profile.device.as_ref().map(|d| d.resource.as_ref()),
+            machine: machine
+                .named
+                .as_ref()
+                .map(|(name, from)| (name.as_ref(), *from)),
+            containers: &wired,
+        };
+        outcome.record = Some(record.json());
+    }
     Ok(outcome)
 }
 
