@@ -180,6 +180,7 @@ pub fn run(instance: &Instance, case: &Case) -> Result<()> {
     let response = instance.validate(&request, &case.settings)?;
     check(&case.expect, &response)?;
     if let (Some(expected), Some(mutated)) = (&case.expect.pod, &response.mutated_object) {
+        let expected = &crate::record::expected_pod(&case.settings, expected, &response)?;
         checked_patch(&case.object, mutated)?;
         if mutated != expected {
             bail!(
@@ -222,6 +223,11 @@ fn check(expect: &Expect, response: &Response) -> Result<()> {
         ),
         _ => {}
     }
+    ensure!(
+        response.mutated_object.is_some() || response.audit_annotations.is_none(),
+        "audit annotations {:?} without a mutation",
+        response.audit_annotations
+    );
     let warnings = response.warnings.clone().unwrap_or_default();
     ensure!(
         warnings == expect.warnings,

@@ -21,6 +21,7 @@ pub use fixtures::{admission_request, pod_kind};
 pub mod admission_response;
 pub mod bare;
 pub mod cases;
+pub mod record;
 
 /// The YAML files under `dir` at any depth (`.yaml`, `.yml`, and `.json`, which YAML reads),
 /// sorted.
