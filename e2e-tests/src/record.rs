@@ -292,3 +292,44 @@ fn quantity(value: &Value) -> Option<u64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod() -> Value {
+        json!({"spec": {
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+            "containers": [
+                {"name": "t", "resources": {"requests": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}}},
+                {"name": "log"},
+            ],
+        }})
+    }
+
+    const GOOD: &str = r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":{"name":"p5.48xlarge","from":"nodeSelector node.kubernetes.io/instance-type"},"containers":{"t":{"devices":32}}}"#;
+
+    #[test]
+    fn a_record_true_to_the_pod_passes_and_each_wrong_part_fails() {
+        let settings = json!({"aws": {"enabled": true}});
+        check(&settings, &pod(), GOOD).unwrap();
+        for (from, to) in [
+            (r#""devices":32"#, r#""devices":31"#),
+            (r#""cloud":"aws""#, r#""cloud":"oci""#),
+            (r#""fabric":"efa""#, r#""fabric":"rdma""#),
+            (r#"{"t":{"devices":32}}"#, "{}"),
+            (r#""name":"p5.48xlarge""#, r#""name":"p4d.24xlarge""#),
+            ("nodeSelector node", "affinity node"),
+            (r#""policy":"0.1.0""#, r#""policy":"9.9.9""#),
+            (
+                r#"{"policy":"0.1.0","cloud":"aws","#,
+                r#"{"cloud":"aws","policy":"0.1.0","#,
+            ),
+            (r#""cloud":"aws""#, r#""cloud": "aws""#),
+        ] {
+            let bad = GOOD.replacen(from, to, 1);
+            assert!(check(&settings, &pod(), &bad).is_err(), "{bad} passed");
+        }
+    }
+}
