@@ -265,6 +265,49 @@ pub struct Sidecar<'a> {
     pub env: &'static [EnvVar<'static>],
     pub capabilities: &'static [&'static str],
     pub mounts: &'static [Mount<'static>],
+    /// The startup probe, where the settings ask for it.
+    pub startup_probe: Option<StartupProbe>,
+}
+
+/// A sidecar's `startupProbe`, which passes only on a daemon that writes the file it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartupProbe {
+    /// The `startupProbe` object as JSON text.
+    pub json: &'static str,
+    /// The oldest daemon version known to write the file (`v1.0.8`).
+    pub since: &'static str,
+}
+
+impl Sidecar<'_> {
+    /// The warning for a startup probe on a daemon whose image tag is a version older than the
+    /// probe's: that daemon may never write the file, and the pod would never start. A tag that
+    /// is no version says nothing: the policy cannot tell.
+    pub fn outdated_probe(&self) -> Option<String> {
+        let probe = self.startup_probe?;
+        let tag = tag_version(&self.image)?;
+        (tag < version(probe.since)?).then(|| {
+            format!(
+                "multi-node networking: the {} sidecar gets a startup probe that waits for a file the daemon writes from {} on, and its image {} is older, so the pod may never start; set a newer daemonImage, or daemonStartupProbe: false",
+                self.name, probe.since, self.image
+            )
+        })
+    }
+}
+
+/// The version an image's tag names (`v1.0.8` or `1.0.8`, `name:tag` with or without
+/// `@digest`); `None` for another tag or none.
+fn tag_version(image: &str) -> Option<[u64; 3]> {
+    let name = image.split('@').next()?;
+    let (_, tag) = name.rsplit('/').next()?.split_once(':')?;
+    version(tag)
+}
+
+/// The version `v1.0.8` or `1.0.8` names.
+fn version(tag: &str) -> Option<[u64; 3]> {
+    let tag = tag.strip_prefix('v').unwrap_or(tag);
+    let mut parts = tag.split('.').map(|p| p.parse::<u64>().ok());
+    let version = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(version)
 }
 
 /// A Multus network attachment: `namespace/name`, or `name` for the pod's own namespace.
@@ -367,6 +410,9 @@ impl<'a> Sidecar<'a> {
             command: &self.command,
             args: self.script.as_deref().map(|script| [script]),
             env: self.env,
+            startup_probe: self
+                .startup_probe
+                .and_then(|probe| serde_json::from_str(probe.json).ok()),
             resources: Resources {},
             restart_policy: "Always",
             security_context: SecurityContext {
@@ -396,6 +442,8 @@ pub struct SidecarContainer<'s> {
     #[serde(skip_serializing_if = "Option::is_none")]
     args: Option<[&'s str; 1]>,
     env: &'s [EnvVar<'s>],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    startup_probe: Option<&'s serde_json::value::RawValue>,
     resources: Resources,
     /// `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
     /// before the workload and is stopped after it, so the job can complete.
@@ -438,6 +486,39 @@ impl Network<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_tag_names_a_version_or_nothing() {
+        for (image, version) in [
+            ("r.io/d/tcpgpudmarxd-dev:v1.0.8", Some([1, 0, 8])),
+            ("localhost:5000/d:1.0.23@sha256:ab", Some([1, 0, 23])),
+            ("localhost:5000/d", None),
+            ("d:latest", None),
+            ("d:v1.0", None),
+            ("d:v1.0.8-rc1", None),
+            ("d@sha256:ab", None),
+        ] {
+            assert_eq!(tag_version(image), version, "{image}");
+        }
+        let probe = StartupProbe {
+            json: "{}",
+            since: "v1.0.8",
+        };
+        let daemon = |image: &'static str| Sidecar {
+            name: "d",
+            image: Cow::Borrowed(image),
+            command: Vec::new(),
+            script: None,
+            env: &[],
+            capabilities: &[],
+            mounts: &[],
+            startup_probe: Some(probe),
+        };
+        assert!(daemon("r/d:v1.0.7").outdated_probe().is_some());
+        for newer in ["r/d:v1.0.8", "r/d:1.0.10", "r/d:latest"] {
+            assert_eq!(daemon(newer).outdated_probe(), None, "{newer}");
+        }
+    }
 
     fn config_map(name: &'static str, config_map: &'static str) -> Volume<'static> {
         Volume {
@@ -486,6 +567,7 @@ mod tests {
             env: ENV,
             capabilities: &["NET_ADMIN"],
             mounts: MOUNTS,
+            startup_probe: None,
         };
         assert_eq!(
             json!(sidecar.container(&["sys"])),

@@ -235,7 +235,11 @@ fn apply(
         );
     }
     if let Some(sidecar) = &profile.sidecar {
-        outcome.changed |= add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
+        let added = add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
+        if added {
+            outcome.warnings.extend(sidecar.outdated_probe());
+        }
+        outcome.changed |= added;
     }
     let wanted: Vec<&Volume<'_>> = profile
         .volumes

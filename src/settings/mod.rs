@@ -624,7 +624,7 @@ mod tests {
         // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
         assert_eq!(
             errors(json!({"gcp": {"enabled": true, "network": []}})),
-            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
+            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, daemonStartupProbe, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
         );
     }
 

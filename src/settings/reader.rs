@@ -113,6 +113,14 @@ impl Reader {
             Kind::Texts { len, valid, what } => {
                 self.strings(path, raw, len, valid, what).map(Param::Texts)
             }
+            Kind::Switch => {
+                let on = raw.as_bool();
+                if on.is_none() && !raw.is_null() {
+                    self.errors
+                        .push(format!("{path}: must be true or false, got {}", show(raw)));
+                }
+                on.map(Param::Switch)
+            }
         }
     }
 
