@@ -279,6 +279,19 @@ pub struct StartupProbe {
 }
 
 impl Sidecar<'_> {
+    /// The sidecar as an init container, as JSON text, without the mounts of `skipped` volumes.
+    pub fn container_text(&self, skipped: &[&str]) -> String {
+        let mut text = render(&self.container(skipped));
+        // Spliced in as text: the probe is a fixed object of the table.
+        if let (Some(probe), Some(b'}')) = (self.startup_probe, text.as_bytes().last()) {
+            text.pop();
+            text.push_str(r#","startupProbe":"#);
+            text.push_str(probe.json);
+            text.push('}');
+        }
+        text
+    }
+
     /// The warning for a startup probe on a daemon whose image tag is a version older than the
     /// probe's: that daemon may never write the file, and the pod would never start. A tag that
     /// is no version says nothing: the policy cannot tell.
@@ -410,9 +423,6 @@ impl<'a> Sidecar<'a> {
             command: &self.command,
             args: self.script.as_deref().map(|script| [script]),
             env: self.env,
-            startup_probe: self
-                .startup_probe
-                .and_then(|probe| serde_json::from_str(probe.json).ok()),
             resources: Resources {},
             restart_policy: "Always",
             security_context: SecurityContext {
@@ -442,8 +452,6 @@ pub struct SidecarContainer<'s> {
     #[serde(skip_serializing_if = "Option::is_none")]
     args: Option<[&'s str; 1]>,
     env: &'s [EnvVar<'s>],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    startup_probe: Option<&'s serde_json::value::RawValue>,
     resources: Resources,
     /// `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
     /// before the workload and is stopped after it, so the job can complete.

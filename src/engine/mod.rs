@@ -8,7 +8,7 @@ use serde_json::Value;
 mod container;
 
 use crate::error::{Rejection, malformed};
-use crate::fragment::{Block, render, render_string};
+use crate::fragment::{Block, render_string};
 use crate::lenient::{Entry, Loose, read};
 use crate::machine::{self, Machine};
 use crate::merge::{
@@ -278,12 +278,8 @@ fn add_sidecar(
     {
         return Ok(false);
     }
-    append(
-        spec,
-        "initContainers",
-        render(&sidecar.container(conflicts)),
-    )
-    .map_err(|e| e.within("spec"))?;
+    append(spec, "initContainers", sidecar.container_text(conflicts))
+        .map_err(|e| e.within("spec"))?;
     mounted.extend(
         sidecar
             .mounts
