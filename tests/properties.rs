@@ -1408,18 +1408,19 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                 ))
             ),
             proptest::option::weighted(0.3, select(vec![json!([]), json!(["--num_hops=2"])])),
-            common("gcp"),
+            (common("gcp"), proptest::option::weighted(0.3, any::<bool>())),
             // The fabric for pods whose machine is not known, and the other fabrics' blocks.
             proptest::option::weighted(0.6, select(&["tcpxo", "tcpx", "rdma"][..])),
             tcpx_block(),
             rdma_block(),
         )
-            .prop_map(|(networks, image, flags, (env, caps, types), fabric, tcpx, rdma)| {
+            .prop_map(|(networks, image, flags, ((env, caps, types), probe), fabric, tcpx, rdma)| {
                 let mut block = json!({"enabled": true});
                 for (key, value) in [
                     ("networks", networks),
                     ("daemonImage", image),
                     ("daemonFlags", flags),
+                    ("daemonStartupProbe", probe.map(Value::from)),
                     ("fabric", fabric.map(Value::from)),
                     ("tcpx", tcpx),
                     ("rdma", rdma),
@@ -1477,9 +1478,11 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                 json!(["nvidia.com/gpu", "amd.com/gpu", "nvidia.com/gpu"]),
             ]),
         ),
+        // The record's key: another, or none on the pod.
+        proptest::option::weighted(0.2, select(&["", "example.com/wired"][..])),
     )
         .prop_map(
-            |((name, block), all_four, trigger, kinds, groups, gpu_resources)| {
+            |((name, block), all_four, trigger, kinds, groups, gpu_resources, record)| {
                 let mut settings = Map::new();
                 if all_four {
                     // The chart's values list every cloud, the others disabled.
@@ -1499,6 +1502,9 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                 }
                 if let Some(r) = gpu_resources {
                     settings.insert("gpuResources".into(), r);
+                }
+                if let Some(key) = record {
+                    settings.insert("recordAnnotation".into(), key.into());
                 }
                 (
                     Value::Object(settings),
@@ -1555,6 +1561,8 @@ const SETTINGS_KEYS: &[&str] = &[
     "triggerAnnotation",
     "ownerKinds",
     "ownerApiGroups",
+    "recordAnnotation",
+    "daemonStartupProbe",
     "",
 ];
 
@@ -2311,6 +2319,85 @@ proptest! {
     }
 
     #[test]
+    fn the_record_says_what_was_injected((settings, pod) in case()) {
+        let bytes = payload("CREATE", &pod, &settings);
+        let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).unwrap();
+        let mutated = &answer["mutated_object"];
+        let audit = &answer["audit_annotations"];
+        if mutated.is_null() {
+            prop_assert!(audit.is_null(), "audit annotations without a mutation: {}", audit);
+            return Ok(());
+        }
+        let text = audit["injected"].as_str().unwrap_or_default();
+        let record: Value = match serde_json::from_str(text) {
+            Ok(record) => record,
+            Err(e) => return Err(TestCaseError::fail(format!("the record {text:?}: {e}"))),
+        };
+        let key = match settings.get("recordAnnotation").and_then(Value::as_str) {
+            Some("") => None,
+            Some(key) => Some(key),
+            None => Some("nmp.nvidia.com/multi-node-networking-injected"),
+        };
+        let annotations = &mutated["metadata"]["annotations"];
+        if let Some(key) = key {
+            prop_assert_eq!(annotations[key].as_str(), Some(text));
+        }
+        let cloud = ["aws", "azure", "gcp", "oci"]
+            .into_iter()
+            .find(|c| settings[*c]["enabled"] == true)
+            .unwrap();
+        prop_assert_eq!(&record["cloud"], cloud);
+        prop_assert_eq!(&record["policy"], env!("CARGO_PKG_VERSION"));
+        let fabrics: &[&str] = match cloud {
+            "aws" => &["efa"],
+            "azure" => &["infiniband"],
+            "oci" => &["sriov"],
+            _ => &["tcpxo", "tcpx", "rdma"],
+        };
+        prop_assert!(fabrics.contains(&record["fabric"].as_str().unwrap_or_default()), "{}", text);
+        prop_assert_eq!(record["device"].is_null(), cloud == "gcp", "{}", text);
+        let listed = record["containers"].as_object().cloned().unwrap_or_default();
+        let resources = gpu_resources(&settings);
+        let containers = as_list(mutated.pointer("/spec/containers"));
+        // A container without a name is listed by its index.
+        let name_of = |(at, c): (usize, &Value)| {
+            c["name"].as_str().map_or_else(|| format!("#{at}"), str::to_string)
+        };
+        let mut want: Vec<String> = containers
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| gpus(c, &resources).is_some())
+            .map(name_of)
+            .collect();
+        want.sort_unstable();
+        want.dedup();
+        let mut names: Vec<String> = listed.keys().cloned().collect();
+        names.sort_unstable();
+        prop_assert_eq!(names, want, "{}", text);
+        for (at, container) in containers.iter().enumerate() {
+            let Some(entry) = listed.get(&name_of((at, container))) else {
+                continue;
+            };
+            match record["device"].as_str() {
+                Some(device) => {
+                    let requested = container
+                        .pointer(&format!("/resources/requests/{}", device.replace('/', "~1")))
+                        .map_or(Ok(0), quantity::whole);
+                    prop_assert_eq!(entry, &json!({"devices": requested.unwrap_or(0)}), "{}", text);
+                }
+                None => prop_assert_eq!(entry, &json!({}), "{}", text),
+            }
+        }
+        // A stale record does not change the answer: the policy's replaces it.
+        if let Some(key) = key.filter(|_| pod["metadata"]["annotations"].is_object()) {
+            let mut stale = pod.clone();
+            stale["metadata"]["annotations"][key] = json!("{\"policy\":\"0.0.0\"}");
+            let again: Value = serde_json::from_slice(&admission::validate(&payload("CREATE", &stale, &settings))).unwrap();
+            prop_assert_eq!(&again["mutated_object"], mutated);
+        }
+    }
+
+    #[test]
     fn containers_without_gpus_are_untouched((settings, pod) in case()) {
         if let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) {
             let before = as_list(pod.pointer("/spec/containers"));
@@ -2497,6 +2584,7 @@ fn regression_the_sidecar_does_not_mount_a_conflicting_volume() {
     let Verdict::Mutate {
         pod: mutated,
         warnings,
+        ..
     } = evaluate(&pod, &json!({"gcp": {"enabled": true}}))
     else {
         panic!("expected a mutation");

@@ -7,7 +7,8 @@
 //! pod that is a JSON object gets the trigger annotation and a Volcano owner where its metadata
 //! can hold them; it is then sent as a Pod CREATE. Beyond "no panic", a mutation must only add to
 //! the pod (the rule of `tests/support/patch_rule.rs`), an interfaces annotation it adds must be
-//! one GKE reads, and a second pass over it must change nothing.
+//! one GKE reads, its record (behaviour.md §2.1) must parse and say what the pod got, and a second
+//! pass over it must change nothing.
 #![no_main]
 
 use fixtures::{TRIGGER, create_payload, volcano_owner};
@@ -85,6 +86,63 @@ fn added_interfaces(before: &Value, after: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The record, in the answer's audit annotations and on the pod under the settings' key, is
+/// compact JSON in the contract's key order, and each container it lists is one of the pod's with
+/// the device count it gives.
+fn record(settings: &Value, answer: &Value, after: &Value) -> Result<(), String> {
+    const KEYS: [&str; 6] = [
+        "policy",
+        "cloud",
+        "fabric",
+        "device",
+        "machine",
+        "containers",
+    ];
+    let text = answer["audit_annotations"]["injected"]
+        .as_str()
+        .ok_or_else(|| format!("a mutation without the audit record: {answer}"))?;
+    let record: Value =
+        serde_json::from_str(text).map_err(|e| format!("the record {text:?}: {e}"))?;
+    let mut at = 0;
+    for key in KEYS {
+        at += text[at..]
+            .find(&format!("\"{key}\":"))
+            .ok_or_else(|| format!("{key} missing or out of order in {text}"))?;
+    }
+    let key = match settings["recordAnnotation"].as_str() {
+        Some("") => None,
+        Some(key) => Some(key),
+        None => Some("nmp.nvidia.com/multi-node-networking-injected"),
+    };
+    if let Some(key) = key
+        && after["metadata"]["annotations"][key].as_str() != Some(text)
+    {
+        return Err(format!("the pod's {key} is not the audit record {text}"));
+    }
+    let containers = after["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (name, entry) in record["containers"].as_object().into_iter().flatten() {
+        let container = containers
+            .iter()
+            .enumerate()
+            .find(|(at, c)| c["name"].as_str().map_or(format!("#{at}"), str::to_string) == *name)
+            .map(|(_, c)| c)
+            .ok_or_else(|| format!("the record lists {name}, not a container: {text}"))?;
+        if let Some(device) = record["device"].as_str() {
+            let requested = &container["resources"]["requests"][device];
+            let count = requested
+                .as_u64()
+                .or_else(|| requested.as_str().and_then(|s| s.parse().ok()));
+            if entry["devices"].as_u64() != count.or(Some(0)) && count.is_some() {
+                return Err(format!("{name}: the record {entry}, the pod {requested}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some(split) = data.iter().position(|b| *b == 0) else {
         return;
@@ -106,6 +164,9 @@ fuzz_target!(|data: &[u8]| {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         if let Err(e) = added_interfaces(&pod, &mutated) {
+            panic!("{e}\ninput: {pod}\nmutated: {mutated}");
+        }
+        if let Err(e) = record(&settings, &answer, &mutated) {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         match admission::evaluate(&create_payload(&mutated, &settings)) {
