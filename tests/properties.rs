@@ -2333,11 +2333,7 @@ proptest! {
             Ok(record) => record,
             Err(e) => return Err(TestCaseError::fail(format!("the record {text:?}: {e}"))),
         };
-        let key = match settings.get("recordAnnotation").and_then(Value::as_str) {
-            Some("") => None,
-            Some(key) => Some(key),
-            None => Some("nmp.nvidia.com/multi-node-networking-injected"),
-        };
+        let key = fixtures::record_key(&settings);
         let annotations = &mutated["metadata"]["annotations"];
         if let Some(key) = key {
             prop_assert_eq!(annotations[key].as_str(), Some(text));

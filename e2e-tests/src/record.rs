@@ -12,19 +12,9 @@ use serde_json::Value;
 
 use crate::Response;
 
-/// The record's key when the settings set none.
-pub const DEFAULT_KEY: &str = "nmp.nvidia.com/multi-node-networking-injected";
 /// The audit annotation's key.
 pub const AUDIT_KEY: &str = "injected";
-/// The record's keys, in the order the contract gives.
-const KEYS: [&str; 6] = [
-    "policy",
-    "cloud",
-    "fabric",
-    "device",
-    "machine",
-    "containers",
-];
+use fixtures::RECORD_KEYS as KEYS;
 const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
 const MACHINE_LABELS: [&str; 3] = [
     "node.kubernetes.io/instance-type",
@@ -34,11 +24,7 @@ const MACHINE_LABELS: [&str; 3] = [
 
 /// The record's key under `settings`; `None` where `recordAnnotation: ""` turns it off.
 pub fn key(settings: &Value) -> Option<String> {
-    match settings.get("recordAnnotation") {
-        Some(Value::String(key)) if key.is_empty() => None,
-        Some(Value::String(key)) => Some(key.clone()),
-        _ => Some(DEFAULT_KEY.to_string()),
-    }
+    fixtures::record_key(settings).map(str::to_string)
 }
 
 /// The record on `pod` under `key`, if any.

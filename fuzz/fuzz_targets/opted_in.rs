@@ -90,31 +90,18 @@ fn added_interfaces(before: &Value, after: &Value) -> Result<(), String> {
 /// compact JSON in the contract's key order, and each container it lists is one of the pod's with
 /// the device count it gives.
 fn record(settings: &Value, answer: &Value, after: &Value) -> Result<(), String> {
-    const KEYS: [&str; 6] = [
-        "policy",
-        "cloud",
-        "fabric",
-        "device",
-        "machine",
-        "containers",
-    ];
     let text = answer["audit_annotations"]["injected"]
         .as_str()
         .ok_or_else(|| format!("a mutation without the audit record: {answer}"))?;
     let record: Value =
         serde_json::from_str(text).map_err(|e| format!("the record {text:?}: {e}"))?;
     let mut at = 0;
-    for key in KEYS {
+    for key in fixtures::RECORD_KEYS {
         at += text[at..]
             .find(&format!("\"{key}\":"))
             .ok_or_else(|| format!("{key} missing or out of order in {text}"))?;
     }
-    let key = match settings["recordAnnotation"].as_str() {
-        Some("") => None,
-        Some(key) => Some(key),
-        None => Some("nmp.nvidia.com/multi-node-networking-injected"),
-    };
-    if let Some(key) = key
+    if let Some(key) = fixtures::record_key(settings)
         && after["metadata"]["annotations"][key].as_str() != Some(text)
     {
         return Err(format!("the pod's {key} is not the audit record {text}"));
