@@ -17,8 +17,8 @@ pub enum Verdict {
     Accept {
         warnings: Vec<String>,
     },
-    /// `pod` is the mutated pod's JSON text; `record` what was injected (behaviour.md §2.1), for
-    /// the audit annotation.
+    /// `pod` is the mutated pod's JSON text; `record` what was injected (behaviour.md §2.1), as
+    /// a JSON string, for the audit annotation.
     Mutate {
         pod: Vec<u8>,
         warnings: Vec<String>,
@@ -164,7 +164,7 @@ fn encode(verdict: Verdict) -> Vec<u8> {
             out.extend_from_slice(b"{\"");
             out.extend_from_slice(crate::record::AUDIT_KEY.as_bytes());
             out.extend_from_slice(b"\":");
-            let _ = serde_json::to_writer(&mut out, record);
+            out.extend_from_slice(record.as_bytes());
             out.push(b'}');
         }
         None => out.extend_from_slice(b"null"),
@@ -195,7 +195,7 @@ mod tests {
             let answer = encode(Verdict::Mutate {
                 pod: pod.to_vec(),
                 warnings: warnings.clone(),
-                record: record.map(str::to_string),
+                record: record.map(crate::fragment::render_string),
             });
             let response: ValidationResponse = serde_json::from_slice(&answer).unwrap();
             assert!(response.accepted && response.message.is_none() && response.code.is_none());

@@ -66,7 +66,8 @@ const MEMBERS: Shape = Shape::TEXT;
 pub struct Outcome {
     pub changed: bool,
     pub warnings: Vec<String>,
-    /// The record of what was injected, when the pod changed (behaviour.md §2.1).
+    /// The record of what was injected, when the pod changed (behaviour.md §2.1), as a JSON
+    /// string: the annotation's value and the audit annotation's, escaped once.
     pub record: Option<String>,
 }
 
@@ -118,7 +119,7 @@ pub fn inject(pod: &mut Object<'_>, config: &Config<'_>) -> Result<Outcome, Reje
         let metadata = object_entry(pod, "metadata")?;
         let annotations =
             object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
-        annotations.insert(key, Node::New(render_string(record)));
+        annotations.insert(key, Node::New(record.clone()));
     }
     Ok(outcome)
 }
@@ -259,7 +260,7 @@ fn apply(
                 .map(|(name, from)| (name.as_ref(), *from)),
             containers: &wired,
         };
-        outcome.record = Some(record.json());
+        outcome.record = Some(render_string(&record.json()));
     }
     Ok(outcome)
 }

@@ -271,7 +271,8 @@ mod tests {
         assert_eq!(off.startup_probe, None);
         assert_eq!(off.env, DAEMON_ENV);
         let on = profile_of(json!({"gcp": {"enabled": true, "daemonStartupProbe": true}}));
-        let daemon = json!(on.sidecar.unwrap().container(&[]));
+        let daemon: serde_json::Value =
+            serde_json::from_str(&on.sidecar.unwrap().container_text(&[])).unwrap();
         // best-practice.md's example, value for value.
         assert_eq!(
             daemon["startupProbe"],
