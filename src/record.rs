@@ -32,31 +32,28 @@ impl Record<'_> {
     /// <label>"}|null,"containers":{"<name>":{"devices":N}|{},…}}`.
     pub fn json(&self) -> String {
         let mut out = String::with_capacity(160);
-        out.push_str(concat!(
-            r#"{"policy":""#,
-            env!("CARGO_PKG_VERSION"),
-            r#"","cloud":"#
-        ));
-        push_string(&mut out, self.cloud);
-        out.push_str(r#","fabric":"#);
-        push_string(&mut out, self.fabric);
-        out.push_str(r#","device":"#);
-        match self.device {
-            Some(device) => push_string(&mut out, device),
-            None => out.push_str("null"),
+        out.push_str(concat!(r#"{"policy":""#, env!("CARGO_PKG_VERSION"), "\""));
+        for (key, value) in [
+            (r#","cloud":"#, Some(self.cloud)),
+            (r#","fabric":"#, Some(self.fabric)),
+            (r#","device":"#, self.device),
+        ] {
+            out.push_str(key);
+            match value {
+                Some(value) => push_string(&mut out, value),
+                None => out.push_str("null"),
+            }
         }
-        out.push_str(r#","machine":"#);
         match self.machine {
             Some((name, from)) => {
-                out.push_str(r#"{"name":"#);
+                out.push_str(r#","machine":{"name":"#);
                 push_string(&mut out, name);
-                out.push_str(r#","from":""#);
-                out.push_str(from.field);
-                out.push(' ');
-                out.push_str(from.label);
-                out.push_str("\"}");
+                // The field and label are the policy's own, plain text.
+                for part in [r#","from":""#, from.field, " ", from.label, "\"}"] {
+                    out.push_str(part);
+                }
             }
-            None => out.push_str("null"),
+            None => out.push_str(r#","machine":null"#),
         }
         out.push_str(r#","containers":{"#);
         for (at, wired) in self.containers.iter().enumerate() {
