@@ -411,8 +411,9 @@ impl Reader {
         }
     }
 
-    /// `recordAnnotation`: an annotation key other than the trigger and the opt-out, the default
-    /// when absent or `null`; `""` writes no record on the pod.
+    /// `recordAnnotation`: an annotation key other than the trigger, the opt-out and those the
+    /// policy writes (the record would overwrite them), the default when absent or `null`; `""`
+    /// writes no record on the pod.
     fn record<'a>(&mut self, top: Value<'_, 'a>, common: &Common<'_>) -> Option<Cow<'a, str>> {
         let path = &Path::Key(&Path::Root, RECORD);
         let key = self.text(
@@ -424,9 +425,15 @@ impl Reader {
         match key {
             None => Some(Cow::Borrowed(DEFAULT_RECORD)),
             Some(key) if key.is_empty() => None,
-            Some(key) if key == common.trigger || key == common.opt_out => {
+            Some(key)
+                if key == common.trigger
+                    || key == common.opt_out
+                    || key == crate::multus::ANNOTATION
+                    || key.starts_with("networking.gke.io/")
+                    || key.starts_with("devices.gke.io/") =>
+            {
                 self.errors.push(format!(
-                    "{path}: must differ from triggerAnnotation and optOutAnnotation, got \"{key}\""
+                    "{path}: must differ from triggerAnnotation, optOutAnnotation and the annotations the policy writes (k8s.v1.cni.cncf.io/networks, networking.gke.io/…, devices.gke.io/…), got \"{key}\""
                 ));
                 None
             }
