@@ -2104,6 +2104,19 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
             Verdict::Mutate { pod, .. } => serde_json::from_slice(pod).ok(),
             _ => None,
         };
+        match settings.get("recordAnnotation").and_then(Value::as_str) {
+            Some("") => count("record off"),
+            Some(_) => count("record elsewhere"),
+            None => {}
+        }
+        let probed = mutated.as_ref().is_some_and(|m| {
+            as_list(m.pointer("/spec/initContainers"))
+                .iter()
+                .any(|c| c.get("startupProbe").is_some())
+        });
+        if probed {
+            count("mutated: startup probe");
+        }
         if let Some(fabric) = mutated.and_then(|m| added_fabric(&pod, &m)) {
             count(fabric);
         }
@@ -2157,7 +2170,8 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
     // with spec.resourceClaims 216‰, GCP blocks with fabric keys 341‰, rows setting more than
     // counts 372‰; each GCP fabric injected (TCPXO 45‰, TCPX 20‰, RDMA 49‰); the warnings of
     // candidates of different fabrics 14‰, of A4X Max 14‰, of an NVLink machine without a
-    // claim 9‰, of a pod smaller than its whole-node fabric 79‰.
+    // claim 9‰, of a pod smaller than its whole-node fabric 79‰. Issue 18's: settings with the
+    // record off 88‰, under another key 102‰; TCPXO daemons with the startup probe 7‰.
     for (what, at_least) in [
         ("asks for amd.com/gpu", 150),
         ("gpuResources", 100),
@@ -2172,6 +2186,9 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
         ("warned: DRA only", 4),
         ("warned: NVLink claim", 3),
         ("warned: whole node", 25),
+        ("record off", 30),
+        ("record elsewhere", 30),
+        ("mutated: startup probe", 3),
     ] {
         at_least_per_mille(&counts, SAMPLE, what, at_least);
     }
