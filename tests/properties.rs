@@ -2279,7 +2279,7 @@ proptest! {
     fn the_patch_only_adds((settings, pod) in case()) {
         let bytes = payload("CREATE", &pod, &settings);
         if let Some(mutated) = mutated_pod(admission::evaluate(&bytes)) {
-            if let Err(e) = patch_rule::checked_patch(&pod, &mutated) {
+            if let Err(e) = patch_rule::checked_patch(&pod, &mutated, fixtures::record_key(&settings)) {
                 prop_assert!(false, "{}\ninput: {}\nmutated: {}", e, show(&pod), show(&mutated));
             }
             // What the policy server reads: the encoded answer, decoded again.
@@ -2541,7 +2541,7 @@ fn regression_multus_short_form_keeps_leading_blanks() {
         panic!("expected a mutation");
     };
     // Today: " default/storage " becomes "default/storage,network-operator/sriov-net".
-    patch_rule::checked_patch(&pod, &mutated).unwrap();
+    patch_rule::checked_patch(&pod, &mutated, fixtures::record_key(&settings)).unwrap();
 }
 
 #[test]

@@ -181,7 +181,11 @@ pub fn run(instance: &Instance, case: &Case) -> Result<()> {
     check(&case.expect, &response)?;
     if let (Some(expected), Some(mutated)) = (&case.expect.pod, &response.mutated_object) {
         let expected = &crate::record::expected_pod(&case.settings, expected, &response)?;
-        checked_patch(&case.object, mutated)?;
+        checked_patch(
+            &case.object,
+            mutated,
+            crate::record::key(&case.settings).as_deref(),
+        )?;
         if mutated != expected {
             bail!(
                 "mutated pod differs from the expected one:\n{}",

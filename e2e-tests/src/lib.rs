@@ -177,7 +177,12 @@ impl Instance {
 /// Checks what the policy server would do with a mutation: the JSON Patch it computes must only
 /// add, and applying it must give the mutated pod. A `replace` is allowed only where the input
 /// held `null`, or where it extends the user's string (the Multus network list) keeping all of
-/// its text. Returns the patch. The rule is shared with the property tests of the policy crate.
-pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch> {
-    patch_rule::checked_patch(original, mutated).map_err(anyhow::Error::msg)
+/// its text, or where it is the record under its key `record`. Returns the patch. The rule is
+/// shared with the property tests of the policy crate.
+pub fn checked_patch(
+    original: &Value,
+    mutated: &Value,
+    record: Option<&str>,
+) -> Result<json_patch::Patch> {
+    patch_rule::checked_patch(original, mutated, record).map_err(anyhow::Error::msg)
 }

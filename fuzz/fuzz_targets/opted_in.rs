@@ -147,7 +147,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(answer["accepted"].is_boolean());
     if let Some(mutated) = mutated_pod(verdict) {
         assert_ne!(mutated, pod, "a mutation that changes nothing");
-        if let Err(e) = patch_rule::checked_patch(&pod, &mutated) {
+        if let Err(e) = patch_rule::checked_patch(&pod, &mutated, fixtures::record_key(&settings)) {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         if let Err(e) = added_interfaces(&pod, &mutated) {

@@ -2,18 +2,23 @@
 //! end-to-end host (`e2e-tests/src/lib.rs`, through `#[path]`): the JSON Patch the policy server
 //! computes with `json_patch::diff(request.object, mutated_object)` only adds. A `replace` is
 //! allowed only where the input held `null`, or where it extends the user's string (the Multus
-//! network list) keeping all of its text, or where it is the policy's record (behaviour.md §2.1,
-//! the policy's own statement, which replaces a stale one); a `remove`, `move` or `copy` never is.
+//! network list) keeping all of its text, or where it is the policy's record under its key
+//! `record` (behaviour.md §2.1, the policy's own statement, which replaces a stale one); a
+//! `remove`, `move` or `copy` never is.
 
 use serde_json::Value;
 
-/// The JSON Pointer of the record under its default key.
-pub const RECORD_PATH: &str =
-    "/metadata/annotations/nmp.nvidia.com~1multi-node-networking-injected";
-
 /// The patch from `original` to `mutated`, or why the policy server's patch would lose something
 /// of the user's.
-pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch, String> {
+pub fn checked_patch(
+    original: &Value,
+    mutated: &Value,
+    record: Option<&str>,
+) -> Result<json_patch::Patch, String> {
+    let record = record.map(|key| {
+        let key = key.replace('~', "~0").replace('/', "~1");
+        format!("/metadata/annotations/{key}")
+    });
     let patch = json_patch::diff(original, mutated);
     for operation in &patch.0 {
         match operation {
@@ -21,7 +26,7 @@ pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Pa
             json_patch::PatchOperation::Replace(r) => {
                 let before = original.pointer(r.path.as_str());
                 let allowed = match before {
-                    _ if r.path.as_str() == RECORD_PATH => true,
+                    _ if record.as_deref() == Some(r.path.as_str()) => true,
                     Some(Value::Null) => true,
                     Some(Value::String(old)) => {
                         r.value.as_str().is_some_and(|new| extends(old, new))
