@@ -18,10 +18,12 @@ pub enum Verdict {
     Accept {
         warnings: Vec<String>,
     },
-    /// `pod` is the mutated pod's JSON text.
+    /// `pod` is the mutated pod's JSON text; `record` what was injected (behaviour.md §2.1), as
+    /// a JSON string, for the audit annotation.
     Mutate {
         pod: Vec<u8>,
         warnings: Vec<String>,
+        record: Option<String>,
     },
     Reject {
         message: String,
@@ -131,6 +133,7 @@ fn inject(
         Ok(Outcome {
             changed: true,
             warnings,
+            record,
             ..
         }) => {
             let mut text = Vec::with_capacity(payload.len() * 2);
@@ -138,6 +141,7 @@ fn inject(
             Verdict::Mutate {
                 pod: text,
                 warnings,
+                record,
             }
         }
         Ok(Outcome {
@@ -160,12 +164,20 @@ fn reject(message: String) -> Verdict {
 /// The SDK's `ValidationResponse`, written around the mutated pod's text rather than through a
 /// `Value`, which would parse the pod again only to encode it again.
 fn encode(verdict: Verdict) -> Vec<u8> {
-    let (accepted, message, pod, warnings) = match &verdict {
-        Verdict::Accept { warnings } => (true, None, None, warnings.as_slice()),
-        Verdict::Mutate { pod, warnings } => {
-            (true, None, Some(pod.as_slice()), warnings.as_slice())
-        }
-        Verdict::Reject { message } => (false, Some(message.as_str()), None, [].as_slice()),
+    let (accepted, message, pod, warnings, record) = match &verdict {
+        Verdict::Accept { warnings } => (true, None, None, warnings.as_slice(), None),
+        Verdict::Mutate {
+            pod,
+            warnings,
+            record,
+        } => (
+            true,
+            None,
+            Some(pod.as_slice()),
+            warnings.as_slice(),
+            record.as_deref(),
+        ),
+        Verdict::Reject { message } => (false, Some(message.as_str()), None, [].as_slice(), None),
     };
     let mut out = Vec::with_capacity(pod.map_or(0, <[u8]>::len) + 160);
     out.extend_from_slice(if accepted {
@@ -178,7 +190,18 @@ fn encode(verdict: Verdict) -> Vec<u8> {
     let _ = serde_json::to_writer(&mut out, &message);
     out.extend_from_slice(br#","code":null,"mutated_object":"#);
     out.extend_from_slice(pod.unwrap_or(b"null"));
-    out.extend_from_slice(br#","audit_annotations":null,"warnings":"#);
+    out.extend_from_slice(br#","audit_annotations":"#);
+    match record {
+        Some(record) => {
+            out.extend_from_slice(b"{\"");
+            out.extend_from_slice(crate::record::AUDIT_KEY.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(record.as_bytes());
+            out.push(b'}');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(br#","warnings":"#);
     let _ = serde_json::to_writer(&mut out, &warnings);
     out.push(b'}');
     out
@@ -194,10 +217,17 @@ mod tests {
     #[test]
     fn a_mutation_is_the_sdks_response() {
         let pod = br#"{"metadata":{"name":"w"},"spec":{"x":1.50}}"#;
-        for warnings in [vec![], vec!["careful \"here\"".to_string()]] {
+        for (warnings, record) in [
+            (vec![], None),
+            (
+                vec!["careful \"here\"".to_string()],
+                Some(r#"{"cloud":"a\"b"}"#),
+            ),
+        ] {
             let answer = encode(Verdict::Mutate {
                 pod: pod.to_vec(),
                 warnings: warnings.clone(),
+                record: record.map(crate::fragment::render_string),
             });
             let response: ValidationResponse = serde_json::from_slice(&answer).unwrap();
             assert!(response.accepted && response.message.is_none() && response.code.is_none());
@@ -208,6 +238,11 @@ mod tests {
             assert_eq!(
                 response.warnings,
                 (!warnings.is_empty()).then_some(warnings)
+            );
+            let audit = response.audit_annotations.clone();
+            assert_eq!(
+                audit.and_then(|a| a.get("injected").cloned()),
+                record.map(str::to_string)
             );
             let as_sdk = serde_json::to_value(&response).unwrap();
             let keys: Vec<_> = as_sdk.as_object().unwrap().keys().collect();

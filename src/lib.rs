@@ -49,6 +49,7 @@ pub mod preflight;
 pub mod profile;
 pub mod quantity;
 pub mod ratio;
+pub mod record;
 pub mod settings;
 pub mod tape;
 pub mod trigger;

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::clouds::{ACCELERATOR_LABEL, Fabric};
 use crate::error::Rejection;
 use crate::merge::{Read, expect_read};
-use crate::placement::{INSTANCE_TYPE_LABELS, labelled};
+use crate::placement::{INSTANCE_TYPE_LABELS, Source, labelled};
 use crate::settings::overlay::Overlay;
 use crate::settings::{CloudSettings, Row};
 use crate::view::Object;
@@ -29,6 +29,9 @@ pub struct Machine<'a> {
     pub nvlink_domain: bool,
     /// The fabric's volumes the pod does without: a DRA-only machine's (behaviour.md §3.8).
     pub dra_without: &'static [&'static str],
+    /// The one machine the pod names, where the table has its row, and where the spec names it:
+    /// the record's `machine` (behaviour.md §2.1).
+    pub named: Option<(Cow<'a, str>, Source)>,
     pub warnings: Vec<String>,
 }
 
@@ -36,14 +39,17 @@ pub struct Machine<'a> {
 /// the instance table the pod names.
 pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine<'a>, Rejection> {
     let cloud = settings.cloud;
-    let mut names: Vec<Cow<'a, str>> = labelled(spec, &INSTANCE_TYPE_LABELS)
+    let (types, mut source) = labelled(spec, &INSTANCE_TYPE_LABELS);
+    let mut names: Vec<Cow<'a, str>> = types
         .into_iter()
         .map(|name| Cow::Owned(name.into_owned()))
         .collect();
     // Where no instance type is named, the GPU model may name the machine, or only its fabric.
     let mut fabric_only: Vec<Option<&'static Fabric>> = Vec::new();
     if names.is_empty() && !cloud.accelerators.is_empty() {
-        for label in labelled(spec, &[ACCELERATOR_LABEL]) {
+        let (models, from) = labelled(spec, &[ACCELERATOR_LABEL]);
+        source = from;
+        for label in models {
             match cloud.accelerators.iter().find(|a| a.label == label) {
                 Some(accelerator) => match accelerator.machine {
                     Some(machine) => names.push(Cow::Borrowed(machine)),
@@ -131,6 +137,10 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
     let nvlink_domain = known
         .iter()
         .any(|row| row.machine.is_some_and(|m| m.nvlink_domain));
+    let named = match (rows.as_slice(), fabric_only.is_empty(), source) {
+        ([(name, Some(_))], true, Some(source)) => Some((name.clone(), source)),
+        _ => None,
+    };
     Ok(Machine {
         gpus: fewest(&|row| row.gpus),
         nics: fewest(&Row::nics),
@@ -139,6 +149,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
         overlay,
         nvlink_domain,
         dra_without,
+        named,
         warnings,
     })
 }

@@ -32,20 +32,32 @@ pub struct Placement {
     pub warnings: Vec<String>,
 }
 
+/// Where a pod's spec names the values of a label: the field (`nodeSelector` or `affinity`, its
+/// required node affinity) and the label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Source {
+    pub field: &'static str,
+    pub label: &'static str,
+}
+
 /// The values of `labels` (the first a node selector has, else the union over the required node
-/// affinity's terms) that `spec` restricts the pod to, in the order it names them; empty when it
-/// may run on any.
-pub fn labelled<'a>(spec: &Object<'a>, labels: &[&str]) -> Vec<Cow<'a, str>> {
+/// affinity's terms) that `spec` restricts the pod to, in the order it names them, and where it
+/// names them; empty when it may run on any.
+pub fn labelled<'a>(
+    spec: &Object<'a>,
+    labels: &[&'static str],
+) -> (Vec<Cow<'a, str>>, Option<Source>) {
     let raw = |key| {
         expect_read(spec, key, Read::Text);
         spec.get(key).and_then(|node| node.raw())
     };
     if let Some(selector) = raw("nodeSelector").map(members) {
-        if let Some(named) = labels
+        if let Some((label, named)) = labels
             .iter()
-            .find_map(|label| selector.get(label).and_then(string))
+            .find_map(|label| Some((*label, selector.get(label).and_then(string)?)))
         {
-            return vec![named];
+            let field = "nodeSelector";
+            return (vec![named], Some(Source { field, label }));
         }
     }
     raw("affinity")
@@ -53,9 +65,12 @@ pub fn labelled<'a>(spec: &Object<'a>, labels: &[&str]) -> Vec<Cow<'a, str>> {
         .unwrap_or_default()
 }
 
-/// The union over the required node affinity's terms of the types each allows; empty when a
-/// term allows any.
-fn required_types<'r>(affinity: &'r RawValue, labels: &[&str]) -> Vec<Cow<'r, str>> {
+/// The union over the required node affinity's terms of the types each allows, and the label of
+/// the first expression that allows some; empty when a term allows any.
+fn required_types<'r>(
+    affinity: &'r RawValue,
+    labels: &[&'static str],
+) -> (Vec<Cow<'r, str>>, Option<Source>) {
     let member = |object, key| members(object).get(key);
     let terms = member(affinity, "nodeAffinity")
         .and_then(|node| member(node, "requiredDuringSchedulingIgnoredDuringExecution"))
@@ -63,31 +78,42 @@ fn required_types<'r>(affinity: &'r RawValue, labels: &[&str]) -> Vec<Cow<'r, st
         .map(items)
         .unwrap_or_default();
     let mut union: Vec<Cow<'_, str>> = Vec::new();
+    let mut source = None;
     for term in terms {
-        let Some(allowed) = term_types(term, labels) else {
-            return Vec::new();
+        let Some((allowed, label)) = term_types(term, labels) else {
+            return (Vec::new(), None);
         };
+        if !allowed.is_empty() {
+            source.get_or_insert(Source {
+                field: "affinity",
+                label,
+            });
+        }
         for name in allowed {
             if !union.contains(&name) {
                 union.push(name);
             }
         }
     }
-    union
+    (union, source)
 }
 
-/// The types one term allows: the intersection of its `In` expressions on the labels; `None`
-/// when it has none.
-fn term_types<'r>(term: &'r RawValue, labels: &[&str]) -> Option<Vec<Cow<'r, str>>> {
+/// The types one term allows, the intersection of its `In` expressions on the labels, and the
+/// label of its first such expression; `None` when it has none.
+fn term_types<'r>(
+    term: &'r RawValue,
+    labels: &[&'static str],
+) -> Option<(Vec<Cow<'r, str>>, &'static str)> {
     let expressions = members(term).get("matchExpressions").map(items)?;
-    let mut allowed: Option<Vec<Cow<'_, str>>> = None;
+    let mut allowed: Option<(Vec<Cow<'_, str>>, &'static str)> = None;
     for expression in expressions {
         let expression = members(expression);
         let key = expression.get("key").and_then(string);
         let operator = expression.get("operator").and_then(string);
-        if !key.is_some_and(|key| labels.contains(&key.as_ref()))
-            || operator.as_deref() != Some("In")
-        {
+        let Some(label) = labels.iter().find(|l| key.as_deref() == Some(**l)) else {
+            continue;
+        };
+        if operator.as_deref() != Some("In") {
             continue;
         }
         let values: Vec<Cow<'_, str>> = expression
@@ -98,8 +124,11 @@ fn term_types<'r>(term: &'r RawValue, labels: &[&str]) -> Option<Vec<Cow<'r, str
             .filter_map(string)
             .collect();
         allowed = Some(match allowed {
-            None => values,
-            Some(before) => before.into_iter().filter(|v| values.contains(v)).collect(),
+            None => (values, *label),
+            Some((before, first)) => (
+                before.into_iter().filter(|v| values.contains(v)).collect(),
+                first,
+            ),
         });
     }
     allowed

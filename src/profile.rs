@@ -325,6 +325,74 @@ pub struct Sidecar<'a> {
     pub env: &'static [EnvVar<'static>],
     pub capabilities: &'static [&'static str],
     pub mounts: &'static [Mount<'static>],
+    /// The startup probe, where the settings ask for it.
+    pub startup_probe: Option<StartupProbe>,
+}
+
+/// A sidecar's `startupProbe`, which passes only on a daemon that writes the file it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartupProbe {
+    /// The `startupProbe` object as JSON text.
+    pub json: &'static str,
+    /// The oldest daemon version known to write the file (`v1.0.8`).
+    pub since: &'static str,
+}
+
+impl Sidecar<'_> {
+    /// The sidecar as an init container, as JSON text, without the mounts of `skipped` volumes.
+    pub fn container_text(&self, skipped: &[&str]) -> String {
+        let mut text = render(&self.container(skipped));
+        // Spliced in as text: the probe is a fixed object of the table.
+        if let (Some(probe), Some(b'}')) = (self.startup_probe, text.as_bytes().last()) {
+            text.pop();
+            text.push_str(r#","startupProbe":"#);
+            text.push_str(probe.json);
+            text.push('}');
+        }
+        text
+    }
+
+    /// The warning for a startup probe on a daemon whose image tag is a version older than the
+    /// probe's: that daemon may never write the file, and the pod would never start. A tag that
+    /// is no version says nothing: the policy cannot tell.
+    pub fn outdated_probe(&self) -> Option<String> {
+        let probe = self.startup_probe?;
+        let tag = tag_version(&self.image)?;
+        (tag < version(probe.since)?).then(|| {
+            format!(
+                "multi-node networking: the {} sidecar gets a startup probe that waits for a file the daemon writes from {} on, and its image {} is older, so the pod may never start; set a newer daemonImage, or daemonStartupProbe: false",
+                self.name, probe.since, self.image
+            )
+        })
+    }
+}
+
+/// The version an image's tag names (`v1.0.8` or `1.0.8`, `name:tag` with or without
+/// `@digest`); `None` for another tag or none.
+fn tag_version(image: &str) -> Option<[u64; 3]> {
+    let name = image.split('@').next()?;
+    let (_, tag) = name.rsplit('/').next()?.split_once(':')?;
+    version(tag)
+}
+
+/// The version `v1.0.8` or `1.0.8` names: three numbers of up to 9 digits, dot-separated.
+/// (By hand: `split` and `parse` cost a kilobyte of module here.)
+fn version(tag: &str) -> Option<[u64; 3]> {
+    let tag = tag.strip_prefix('v').unwrap_or(tag);
+    let mut version = [0u64; 3];
+    let (mut part, mut digits) = (0, 0);
+    for byte in tag.bytes() {
+        match byte {
+            b'0'..=b'9' if digits < 9 => {
+                let n = version.get_mut(part)?;
+                *n = *n * 10 + u64::from(byte - b'0');
+                digits += 1;
+            }
+            b'.' if digits > 0 => (part, digits) = (part + 1, 0),
+            _ => return None,
+        }
+    }
+    (part == 2 && digits > 0).then_some(version)
 }
 
 /// A Multus network attachment: `namespace/name`, or `name` for the pod's own namespace.
@@ -515,6 +583,42 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn a_tag_names_a_version_or_nothing() {
+        for (image, version) in [
+            ("r.io/d/tcpgpudmarxd-dev:v1.0.8", Some([1, 0, 8])),
+            ("localhost:5000/d:1.0.23@sha256:ab", Some([1, 0, 23])),
+            ("localhost:5000/d", None),
+            ("d:latest", None),
+            ("d:v1.0", None),
+            ("d:v1.0.8-rc1", None),
+            ("d@sha256:ab", None),
+            ("d:v1..8", None),
+            ("d:v1.0.8.", None),
+            ("d:v1.0.1234567890", None),
+        ] {
+            assert_eq!(tag_version(image), version, "{image}");
+        }
+        let probe = StartupProbe {
+            json: "{}",
+            since: "v1.0.8",
+        };
+        let daemon = |image: &'static str| Sidecar {
+            name: "d",
+            image: Cow::Borrowed(image),
+            command: Vec::new(),
+            script: None,
+            env: &[],
+            capabilities: &[],
+            mounts: &[],
+            startup_probe: Some(probe),
+        };
+        assert!(daemon("r/d:v1.0.7").outdated_probe().is_some());
+        for newer in ["r/d:v1.0.8", "r/d:1.0.10", "r/d:latest"] {
+            assert_eq!(daemon(newer).outdated_probe(), None, "{newer}");
+        }
+    }
+
     fn config_map(name: &'static str, config_map: &'static str) -> Volume<'static> {
         Volume {
             name,
@@ -562,6 +666,7 @@ mod tests {
             env: ENV,
             capabilities: &["NET_ADMIN"],
             mounts: MOUNTS,
+            startup_probe: None,
         };
         assert_eq!(
             json!(sidecar.container(&["sys"])),

@@ -216,7 +216,12 @@ pub fn run(instance: &Instance, case: &Case) -> Result<()> {
     }
     check(&case.expect, &response)?;
     if let (Some(expected), Some(mutated)) = (&case.expect.pod, &response.mutated_object) {
-        checked_patch(&case.object, mutated)?;
+        let expected = &crate::record::expected_pod(&case.settings, expected, &response)?;
+        checked_patch(
+            &case.object,
+            mutated,
+            crate::record::key(&case.settings).as_deref(),
+        )?;
         checked_claims(&case.object, mutated)?;
         if mutated != expected {
             bail!(
@@ -259,6 +264,11 @@ fn check(expect: &Expect, response: &Response) -> Result<()> {
         ),
         _ => {}
     }
+    ensure!(
+        response.mutated_object.is_some() || response.audit_annotations.is_none(),
+        "audit annotations {:?} without a mutation",
+        response.audit_annotations
+    );
     let warnings = response.warnings.clone().unwrap_or_default();
     ensure!(
         warnings == expect.warnings,

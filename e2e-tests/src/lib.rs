@@ -22,6 +22,7 @@ pub mod admission_response;
 pub mod bare;
 pub mod cases;
 pub mod cluster;
+pub mod record;
 
 /// The YAML files under `dir` at any depth (`.yaml`, `.yml`, and `.json`, which YAML reads),
 /// sorted.
@@ -203,9 +204,14 @@ impl Instance {
 /// Checks what the policy server would do with a mutation: the JSON Patch it computes must only
 /// add, and applying it must give the mutated pod. A `replace` is allowed only where the input
 /// held `null`, or where it extends the user's string (the Multus network list) keeping all of
-/// its text. Returns the patch. The rule is shared with the property tests of the policy crate.
-pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch> {
-    patch_rule::checked_patch(original, mutated).map_err(anyhow::Error::msg)
+/// its text, or where it is the record under its key `record`. Returns the patch. The rule is
+/// shared with the property tests of the policy crate.
+pub fn checked_patch(
+    original: &Value,
+    mutated: &Value,
+    record: Option<&str>,
+) -> Result<json_patch::Patch> {
+    patch_rule::checked_patch(original, mutated, record).map_err(anyhow::Error::msg)
 }
 
 /// Checks that a mutation breaks none of the API server's rules for DRA claims

@@ -3,8 +3,9 @@
 //! the case's own expectations and the contract give: the request's uid, `allowed` as
 //! expected, a `JSONPatch` patch that is `json_patch::diff` from the pod to the expected pod
 //! (absent when the case expects no mutation), the rejection message in `status`, the
-//! warnings exactly, and `auditAnnotations` null. `make e2e-kwctl` holds a real kwctl to these
-//! answers.
+//! warnings exactly, and `auditAnnotations` the record of the expected pod (behaviour.md §2.1;
+//! `e2e_tests::record` checks and adds it where a case was written before it), null without a
+//! mutation. `make e2e-kwctl` holds a real kwctl to these answers.
 
 use std::path::Path;
 
@@ -12,15 +13,26 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use e2e_tests::admission_response::{MUTATED_DELETE, admission_response, decoded_patch};
 use e2e_tests::cases::{self, Case};
-use e2e_tests::{Response, admission_request, policy};
+use e2e_tests::{Response, admission_request, policy, record};
 use serde_json::{Map, Value, json};
 
-/// The response the contract gives for what `case` expects, built without the module.
-fn expected(case: &Case, request: &Value) -> Value {
+/// The pod `case` expects, its record checked and added where the case does not give it.
+fn expected_pod(case: &Case, answer: &Response) -> Option<Value> {
+    let pod = case.expect.pod.as_ref()?;
+    Some(
+        record::expected_pod(&case.settings, pod, answer)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.name)),
+    )
+}
+
+/// The response the contract gives for what `case` expects, built without the module but for the
+/// record, which is checked against the case.
+fn expected(case: &Case, request: &Value, answer: &Response) -> Value {
     let mut response = Map::new();
     response.insert("uid".into(), request["uid"].clone());
     response.insert("allowed".into(), case.expect.accepted.into());
-    if let Some(pod) = &case.expect.pod {
+    let pod = expected_pod(case, answer);
+    if let Some(pod) = &pod {
         let patch = json_patch::diff(&case.object, pod);
         response.insert("patchType".into(), "JSONPatch".into());
         response.insert(
@@ -32,7 +44,10 @@ fn expected(case: &Case, request: &Value) -> Value {
         // The module never sends a code: the server's default applies.
         response.insert("status".into(), json!({"message": message}));
     }
-    response.insert("auditAnnotations".into(), Value::Null);
+    let audit = pod
+        .as_ref()
+        .and_then(|pod| record::expected_audit(&case.settings, pod, answer));
+    response.insert("auditAnnotations".into(), audit.unwrap_or(Value::Null));
     let warnings = &case.expect.warnings;
     response.insert(
         "warnings".into(),
@@ -61,7 +76,7 @@ fn every_case_answers_the_admission_response_the_contract_gives() {
         instance.set_cluster(case.cluster.clone());
         let answer = instance.validate(&request, &case.settings).unwrap();
         let got = admission_response(&request, &answer);
-        let want = expected(case, &request);
+        let want = expected(case, &request, &answer);
         if got != want {
             failures.push(format!(
                 "{} ({}):\n  want {want}\n  got  {got}",
@@ -75,7 +90,7 @@ fn every_case_answers_the_admission_response_the_contract_gives() {
             // Applied as the API server applies it, the patch gives the expected pod.
             let mut pod = case.object.clone();
             json_patch::patch(&mut pod, &patch).unwrap();
-            if Some(&pod) != case.expect.pod.as_ref() {
+            if Some(&pod) != expected_pod(case, &answer).as_ref() {
                 failures.push(format!(
                     "{}: the patch does not give the expected pod",
                     case.name

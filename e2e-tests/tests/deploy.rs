@@ -534,15 +534,23 @@ fn the_verified_policy_server_checks_modules_with_the_projects_key() {
     let project_key = common::read(&repo_root().join("cosign.pub"));
     publish::sign::load_public_key(project_key.as_bytes())
         .unwrap_or_else(|e| panic!("cosign.pub: {e:#}"));
+    // The servers that verify: `verified`, and any other that names a verification config.
     let servers: Vec<&Document> = documents
         .iter()
-        .filter(|d| d.value["kind"] == "PolicyServer")
+        .filter(|d| {
+            d.value["kind"] == "PolicyServer" && d.value["spec"]["verificationConfig"].is_string()
+        })
         .collect();
-    assert!(!servers.is_empty(), "no PolicyServer under deploy/");
+    assert!(
+        servers
+            .iter()
+            .any(|s| s.value["metadata"]["name"] == "verified"),
+        "no PolicyServer `verified` with a verificationConfig under deploy/"
+    );
     for server in servers {
         let name = server.value["spec"]["verificationConfig"]
             .as_str()
-            .unwrap_or_else(|| panic!("{}: no spec.verificationConfig", server.file));
+            .unwrap_or_default();
         let config_map = documents
             .iter()
             .find(|d| d.value["kind"] == "ConfigMap" && d.value["metadata"]["name"] == name)
@@ -668,5 +676,68 @@ fn every_claim_template_the_dra_vendor_files_name_is_shipped() {
         missing.is_empty(),
         "templates not under deploy/:\n{}",
         missing.join("\n")
+    );
+}
+
+/// The policy's own PolicyServer (deploy/README.md, "Its own PolicyServer"): a policy server
+/// exits when one of its policies' settings are invalid, so every ClusterAdmissionPolicy under
+/// deploy/ runs on a server of its own, which exists there, runs the same image as the other
+/// servers of deploy/, and keeps a replica through a drain (failurePolicy: Fail refuses
+/// opted-in pods while none answers). Every AdmissionPolicy names `default` or that server.
+#[test]
+fn cluster_policies_run_on_their_own_policy_server() {
+    const OWN: &str = "multinode-networking";
+    let documents = deploy_documents();
+    let server = |name: &str| {
+        documents
+            .iter()
+            .find(|d| d.value["kind"] == "PolicyServer" && d.value["metadata"]["name"] == name)
+    };
+    let own = server(OWN).unwrap_or_else(|| panic!("no PolicyServer {OWN} under deploy/"));
+    assert_eq!(
+        own.value["apiVersion"], "policies.kubewarden.io/v1",
+        "{}",
+        own.file
+    );
+    assert!(
+        own.file.starts_with("deploy/policy-server/"),
+        "{}: policy servers live in deploy/policy-server/",
+        own.file
+    );
+    let spec = &own.value["spec"];
+    assert_eq!(
+        spec["image"],
+        server("verified").expect("the verified server").value["spec"]["image"],
+        "{}: another image than verified-policy-server.yaml's",
+        own.file
+    );
+    let replicas = spec["replicas"].as_u64().unwrap_or(1);
+    assert!(replicas >= 2, "{}: {replicas} replica(s)", own.file);
+    assert!(
+        spec["minAvailable"]
+            .as_u64()
+            .is_some_and(|n| n >= 1 && n < replicas),
+        "{}: minAvailable must keep a replica through a drain, below replicas",
+        own.file
+    );
+    let mut clusters = 0;
+    for (document, kind) in policy_documents(&documents) {
+        let named = &document.value["spec"]["policyServer"];
+        match kind {
+            "ClusterAdmissionPolicy" => {
+                clusters += 1;
+                assert_eq!(named, OWN, "{}: spec.policyServer", document.file);
+            }
+            _ => assert!(
+                named == "default" || named == OWN,
+                "{}: spec.policyServer {named}",
+                document.file
+            ),
+        }
+    }
+    assert_eq!(
+        clusters,
+        CLOUDS.len(),
+        "one ClusterAdmissionPolicy per cloud"
     );
 }

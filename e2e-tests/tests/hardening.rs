@@ -298,7 +298,8 @@ fn very_long_strings_and_very_many_annotations() {
     );
     assert_eq!(
         out["metadata"]["annotations"].as_object().unwrap().len(),
-        10_000 + 1 + 3
+        // The pod's, the trigger, GCP's three and the record of what was injected.
+        10_000 + 1 + 3 + 1
     );
 
     // The trigger key as the last of 10,000 ownerReferences and 10,000 volumes.

@@ -8,8 +8,8 @@
 //! can hold them; it is then sent as a Pod CREATE. Beyond "no panic", a mutation must only add to
 //! the pod (the rule of `tests/support/patch_rule.rs`), an interfaces annotation it adds must be
 //! one GKE reads, it must break none of the API server's claim rules the input kept
-//! (`tests/support/claim_rules.rs`: the DRA claims of `deviceClaim`), and a second pass over it
-//! must change nothing.
+//! (`tests/support/claim_rules.rs`: the DRA claims of `deviceClaim`), its record (behaviour.md
+//! §2.1) must parse and say what the pod got, and a second pass over it must change nothing.
 //!
 //! A second NUL byte and what follows it are the host's answer to every preflight host call
 //! (behaviour.md §9): arbitrary bytes, where a list, an empty list and garbage are all one
@@ -96,6 +96,56 @@ fn added_interfaces(before: &Value, after: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The record, in the answer's audit annotations and on the pod under the settings' key, is
+/// compact JSON in the contract's key order, and each container it lists is one of the pod's with
+/// the device count it gives.
+fn record(settings: &Value, answer: &Value, after: &Value) -> Result<(), String> {
+    let text = answer["audit_annotations"]["injected"]
+        .as_str()
+        .ok_or_else(|| format!("a mutation without the audit record: {answer}"))?;
+    let record: Value =
+        serde_json::from_str(text).map_err(|e| format!("the record {text:?}: {e}"))?;
+    let mut at = 0;
+    for key in fixtures::RECORD_KEYS {
+        at += text[at..]
+            .find(&format!("\"{key}\":"))
+            .ok_or_else(|| format!("{key} missing or out of order in {text}"))?;
+    }
+    if let Some(key) = fixtures::record_key(settings)
+        && after["metadata"]["annotations"][key].as_str() != Some(text)
+    {
+        return Err(format!("the pod's {key} is not the audit record {text}"));
+    }
+    let containers = after["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (name, entry) in record["containers"].as_object().into_iter().flatten() {
+        let container = containers
+            .iter()
+            .enumerate()
+            .find(|(at, c)| c["name"].as_str().map_or(format!("#{at}"), str::to_string) == *name)
+            .map(|(_, c)| c)
+            .ok_or_else(|| format!("the record lists {name}, not a container: {text}"))?;
+        if let Some(claim) = entry.get("claim") {
+            // A DRA claim of the fabric stands for the count: the container and the pod name it.
+            let named = |list: &Value| list.as_array().into_iter().flatten().any(|c| c["name"] == *claim);
+            if !named(&container["resources"]["claims"]) || !named(&after["spec"]["resourceClaims"]) {
+                return Err(format!("{name}: the record's claim {claim} is not the pod's: {text}"));
+            }
+        } else if let Some(device) = record["device"].as_str() {
+            let requested = &container["resources"]["requests"][device];
+            let count = requested
+                .as_u64()
+                .or_else(|| requested.as_str().and_then(|s| s.parse().ok()));
+            if entry["devices"].as_u64() != count.or(Some(0)) && count.is_some() {
+                return Err(format!("{name}: the record {entry}, the pod {requested}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some(split) = data.iter().position(|b| *b == 0) else {
         return;
@@ -143,7 +193,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(mutated) = mutated_pod(verdict) {
         assert_ne!(mutated, pod, "a mutation that changes nothing");
-        if let Err(e) = patch_rule::checked_patch(&pod, &mutated) {
+        if let Err(e) = patch_rule::checked_patch(&pod, &mutated, fixtures::record_key(&settings)) {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         if let Err(e) = added_interfaces(&pod, &mutated) {
@@ -154,6 +204,9 @@ fuzz_target!(|data: &[u8]| {
             if !before.contains(&violation) {
                 panic!("{violation}\ninput: {pod}\nmutated: {mutated}");
             }
+        }
+        if let Err(e) = record(&settings, &answer, &mutated) {
+            panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         match admission::evaluate(&create_payload(&mutated, &settings)) {
             Verdict::Accept { .. } => {}

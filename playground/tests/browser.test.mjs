@@ -138,6 +138,13 @@ function view(page) {
       settings: document.getElementById('settings').value,
       pod: document.getElementById('pod').value,
       cloud: document.getElementById('cloud').value,
+      recordShown: !document.getElementById('record-panel').hidden,
+      record: [...document.querySelectorAll('#record tr')].map((tr) => [
+        tr.querySelector('th').textContent,
+        tr.querySelector('td').textContent,
+      ]),
+      recordKey: text('record-key'),
+      recordJson: text('record-json'),
     };
   });
 }
@@ -207,6 +214,73 @@ for (const [cloud, { pod, added: expected }] of Object.entries(CLOUDS)) {
       shown.lines.filter((line) => line.mark === null).map((line) => line.text),
       original.lines.map((line) => line.text),
     );
+    await page.close();
+  });
+}
+
+// The record of what was injected, decoded in the page (README, "Operating"; behaviour.md §2.1)
+// for each cloud's example worker, written by hand: the cloud and its fabric, the device the
+// README's table names, the machine the pod's node selector names where the policy knows it
+// (the Azure pod names an agent pool, the OCI pod nothing), each GPU container with the count
+// the README's table gives (8 GPUs × the example settings' per-GPU count; GCP has no device).
+const RECORDS = {
+  aws: [
+    ['Cloud', 'aws'],
+    ['Fabric', 'efa'],
+    ['Device', 'vpc.amazonaws.com/efa'],
+    ['Machine', 'p5.48xlarge (from nodeSelector node.kubernetes.io/instance-type)'],
+    ['Container pytorch', '32 devices'],
+  ],
+  azure: [
+    ['Cloud', 'azure'],
+    ['Fabric', 'infiniband'],
+    ['Device', 'rdma/hca_shared_devices_a'],
+    ['Machine', 'not known: no one machine the policy knows is named'],
+    ['Container worker', '8 devices'],
+  ],
+  gcp: [
+    ['Cloud', 'gcp'],
+    ['Fabric', 'tcpxo'],
+    ['Device', 'none (the NICs come through GKE networks)'],
+    ['Machine', 'a3-megagpu-8g (from nodeSelector cloud.google.com/gke-accelerator)'],
+    ['Container trainer', 'wired'],
+  ],
+  oci: [
+    ['Cloud', 'oci'],
+    ['Fabric', 'sriov'],
+    ['Device', 'nvidia.com/mlnxnics'],
+    ['Machine', 'not known: no one machine the policy knows is named'],
+    ['Container trainer', '64 devices'],
+  ],
+};
+
+for (const [cloud, rows] of Object.entries(RECORDS)) {
+  test(`${cloud}: the page shows the record of what was injected, decoded`, async () => {
+    const page = await open();
+    await page.selectOption('#settings-example', `settings/${cloud}.yaml`);
+    await page.selectOption('#pod-example', CLOUDS[cloud].pod);
+    const shown = await view(page);
+    assert.equal(shown.verdict, 'mutated', shown.message);
+    assert.ok(shown.recordShown, 'the record panel is hidden');
+    const [policy, ...rest] = [shown.record.at(-1), ...shown.record.slice(0, -1)];
+    assert.deepEqual(rest, rows);
+    assert.equal(policy[0], 'Policy');
+    assert.match(policy[1], /^\d+\.\d+\.\d+$/);
+    assert.equal(shown.recordKey, 'nmp.nvidia.com/multi-node-networking-injected');
+    // The pretty JSON is the record the pod carries, as the highlighted line shows it.
+    const recordLine = added(shown).find((text) =>
+      text.trim().startsWith('nmp.nvidia.com/multi-node-networking-injected: '),
+    );
+    assert.ok(recordLine, 'no highlighted record line in the mutated pod');
+    const onPod = parse(recordLine.trim())['nmp.nvidia.com/multi-node-networking-injected'];
+    assert.deepEqual(JSON.parse(shown.recordJson), JSON.parse(onPod));
+    assert.equal(shown.recordJson, JSON.stringify(JSON.parse(onPod), null, 2));
+
+    // A pod the policy leaves alone has no record to show.
+    await page.selectOption('#pod-example', 'pods/not-opted-in.yaml');
+    const plain = await view(page);
+    assert.equal(plain.verdict, 'unchanged');
+    assert.ok(!plain.recordShown, 'a record is shown for an unchanged pod');
     await page.close();
   });
 }

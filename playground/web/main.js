@@ -151,6 +151,7 @@ function update() {
     for (const id of ['warnings', 'patch', 'mutated', 'payload', 'answer', 'pod-hint']) {
       $(id).replaceChildren();
     }
+    showRecord(null, null);
   } else {
     answer(JSON.parse(review(pod, settings)), pod);
   }
@@ -176,6 +177,7 @@ function read(id, empty) {
 function answer(result, podJson) {
   if (result.error) {
     verdict('waiting', 'No answer', result.error);
+    showRecord(null, null);
     return;
   }
   const check = JSON.parse(result.settingsAnswer);
@@ -204,6 +206,7 @@ function answer(result, podJson) {
   $('warnings').replaceChildren(
     ...(response.warnings ?? []).map((w) => Object.assign(document.createElement('li'), { textContent: w })),
   );
+  showRecord(response.audit_annotations?.injected ?? null, response.mutated_object ?? null);
   $('patch').textContent = result.patch ?? (response.accepted ? 'No patch: the pod is created as it is.' : 'No patch: the pod is not created.');
   $('payload').textContent = result.payload;
   $('answer').textContent = result.answer;
@@ -222,6 +225,49 @@ function answer(result, podJson) {
   const first = $('mutated').querySelector('.add, .change');
   const above = first?.previousElementSibling?.previousElementSibling?.previousElementSibling;
   $('mutated').scrollTop = above ? above.offsetTop : 0;
+}
+
+// The record of what was injected (behaviour.md §2.1), from the answer's audit annotation: a
+// table of what it says, and the JSON pretty-printed, as `kubectl … | jq .` shows it.
+const RECORD_KEY = 'nmp.nvidia.com/multi-node-networking-injected';
+
+function showRecord(text, mutated) {
+  const record = text === null ? null : JSON.parse(text);
+  $('record-panel').hidden = record === null;
+  if (record === null) {
+    $('record').tBodies[0].replaceChildren();
+    $('record-json').textContent = '';
+    return;
+  }
+  const annotations = mutated?.metadata?.annotations ?? {};
+  // The key the settings chose: the annotation whose value is the record.
+  const key = Object.keys(annotations).find((k) => annotations[k] === text);
+  $('record-key').textContent = key ?? `${RECORD_KEY}: none on the pod (recordAnnotation: "")`;
+  const machine = record.machine
+    ? `${record.machine.name} (from ${record.machine.from})`
+    : 'not known: no one machine the policy knows is named';
+  const rows = [
+    ['Cloud', record.cloud],
+    ['Fabric', record.fabric],
+    ['Device', record.device ?? 'none (the NICs come through GKE networks)'],
+    ['Machine', machine],
+    ...Object.entries(record.containers ?? {}).map(([name, got]) => [
+      `Container ${name}`,
+      got.claim !== undefined ? `claim ${got.claim}` : got.devices !== undefined ? `${got.devices} devices` : 'wired',
+    ]),
+    ['Policy', record.policy],
+  ];
+  $('record').tBodies[0].replaceChildren(
+    ...rows.map(([name, value]) => {
+      const tr = document.createElement('tr');
+      tr.append(
+        Object.assign(document.createElement('th'), { scope: 'row', textContent: name }),
+        Object.assign(document.createElement('td'), { textContent: value }),
+      );
+      return tr;
+    }),
+  );
+  $('record-json').textContent = JSON.stringify(record, null, 2);
 }
 
 function row(line, original) {

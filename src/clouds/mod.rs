@@ -202,6 +202,8 @@ pub enum Kind {
         valid: fn(&str) -> bool,
         what: &'static str,
     },
+    /// `true` or `false`. Read as [`Param::Switch`].
+    Switch,
     /// A list of from `len.0` to `len.1` strings (any number when `None`), each one `valid`
     /// accepts. Read as [`Param::Texts`].
     Texts {
@@ -220,6 +222,7 @@ pub enum Param<'a> {
     Whole(u64),
     Text(Cow<'a, str>),
     Off,
+    Switch(bool),
     Texts(Vec<Cow<'a, str>>),
     Claim(DeviceClaim<'a>),
 }
@@ -580,6 +583,7 @@ mod tests {
                     },
                     Kind::Texts { len, .. } => json!(vec!["vpc1"; len.map_or(1, |(min, _)| min)]),
                     Kind::Claim => json!({"template": "nics-{count}"}),
+                    Kind::Switch => json!(true),
                 };
                 let settings = match fabric.block {
                     None => json!({cloud.name: {"enabled": true, key.name: value}}),

@@ -16,6 +16,8 @@ use super::container::GpuContainer;
 /// What [`Claim::add`] did: whether the pod changed, whether it has claims besides the fabric's,
 /// and the template its fabric claim is made from, if it is the settings'.
 pub(super) struct Added {
+    /// The pod's claim of the fabric, which every GPU container names.
+    pub(super) name: String,
     pub(super) changed: bool,
     pub(super) others: bool,
     pub(super) template: Option<String>,
@@ -102,6 +104,7 @@ impl<'c> Claim<'c> {
         let template = from_template.then_some(template);
         let Some(Node::List(containers)) = spec.get_mut("containers") else {
             return Ok(Added {
+                name,
                 changed,
                 others,
                 template,
@@ -122,6 +125,7 @@ impl<'c> Claim<'c> {
             }
         }
         Ok(Added {
+            name,
             changed,
             others,
             template,
@@ -181,8 +185,10 @@ mod tests {
                 p["spec"]["containers"][0]["resources"]["claims"],
                 json!([{"name": name}])
             );
-            // No Multus list without VFs.
-            assert!(p["metadata"].get("annotations").is_none(), "{p}");
+            // No Multus list without VFs (the record is the pod's one annotation).
+            let annotations = p["metadata"]["annotations"].as_object().unwrap();
+            assert!(!annotations.contains_key("k8s.v1.cni.cncf.io/networks"), "{p}");
+            assert_eq!(annotations.len(), 1, "{p}");
         }
     }
 

@@ -7,7 +7,7 @@ mod claim;
 mod container;
 
 use crate::error::{Rejection, malformed};
-use crate::fragment::{Block, render, render_string};
+use crate::fragment::{Block, render_string};
 use crate::lenient::{Entry, Loose, read};
 use crate::machine::{self, Machine};
 use crate::merge::{
@@ -18,6 +18,7 @@ use crate::multus;
 use crate::placement;
 use crate::preflight::{self, Reference};
 use crate::profile::{Profile, Sidecar, Volume};
+use crate::record::{Record, Wired};
 use crate::settings::{CloudSettings, Config};
 use crate::view::{Member, Node, Object, Shape};
 use container::{Additions, GpuContainer, container_name, gpu_containers, inject_container};
@@ -67,6 +68,9 @@ pub struct Outcome<'a> {
     pub warnings: Vec<String>,
     /// The objects of the cluster the pod now refers to through the injection (behaviour.md §9).
     pub references: Vec<Reference<'a>>,
+    /// The record of what was injected, when the pod changed (behaviour.md §2.1), as a JSON
+    /// string: the annotation's value and the audit annotation's, escaped once.
+    pub record: Option<String>,
 }
 
 /// Injects the configured cloud's fabric into `pod`, as its machine decides. On a rejection the
@@ -131,7 +135,16 @@ pub fn inject<'a>(pod: &mut Object<'_>, config: &Config<'a>) -> Result<Outcome<'
         seccomp,
         gpu_containers,
     };
-    apply(pod, &profile, &config.cloud, &machine, pod_spec, outcome)
+    let outcome = apply(pod, &profile, &config.cloud, &machine, pod_spec, outcome)?;
+    // The record is the policy's own statement: written, over any stale one, only on a pod the
+    // policy changed in some other way, so that a second pass changes nothing.
+    if let (Some(record), Some(key)) = (&outcome.record, &config.record) {
+        let metadata = object_entry(pod, "metadata")?;
+        let annotations =
+            object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
+        annotations.insert(key, Node::New(record.clone()));
+    }
+    Ok(outcome)
 }
 
 /// What [`inject`] read of the pod before the injection.
@@ -204,6 +217,7 @@ fn apply<'a>(
 
     let mut devices: u64 = 0;
     let mut mounted = Vec::new();
+    let mut wired = Vec::with_capacity(gpu_containers.len());
     expect_read(spec, "containers", Read::List);
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
         return Err(malformed("spec.containers", "a list"));
@@ -225,6 +239,11 @@ fn apply<'a>(
         }
         devices = devices.saturating_add(done.devices);
         mounted.extend(done.mounted);
+        wired.push(Wired {
+            name,
+            devices: profile.device.as_ref().map(|_| done.devices),
+            claim: None,
+        });
     }
 
     if let (Some(placement), Some(device)) = (&placement, &profile.device) {
@@ -261,6 +280,9 @@ fn apply<'a>(
         outcome.changed |= added.changed;
         other_claims = added.others;
         claim_template = added.template;
+        for wired in &mut wired {
+            wired.claim = Some(added.name.clone());
+        }
     }
     if machine.nvlink_domain && !other_claims {
         outcome.warnings.push(
@@ -268,7 +290,11 @@ fn apply<'a>(
         );
     }
     if let Some(sidecar) = &profile.sidecar {
-        outcome.changed |= add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
+        let added = add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
+        if added {
+            outcome.warnings.extend(sidecar.outdated_probe());
+        }
+        outcome.changed |= added;
     }
     let wanted: Vec<&Volume<'_>> = profile
         .volumes
@@ -279,6 +305,19 @@ fn apply<'a>(
     outcome.changed |= added;
     present.extend(existing_volumes.iter().filter(|v| !conflicts.contains(v)));
     outcome.changed |= annotate(pod, profile, machine.nics, devices, claim.is_some())?;
+    if outcome.changed {
+        let record = Record {
+            cloud: settings.cloud.name,
+            fabric: machine.fabric.map_or("", |f| f.name),
+            device: profile.device.as_ref().map(|d| d.resource.as_ref()),
+            machine: machine
+                .named
+                .as_ref()
+                .map(|(name, from)| (name.as_ref(), *from)),
+            containers: &wired,
+        };
+        outcome.record = Some(render_string(&record.json()));
+    }
     outcome.references = preflight::references(profile, &present, devices, claim_template);
     Ok(outcome)
 }
@@ -297,12 +336,8 @@ fn add_sidecar(
     {
         return Ok(false);
     }
-    append(
-        spec,
-        "initContainers",
-        render(&sidecar.container(conflicts)),
-    )
-    .map_err(|e| e.within("spec"))?;
+    append(spec, "initContainers", sidecar.container_text(conflicts))
+        .map_err(|e| e.within("spec"))?;
     mounted.extend(
         sidecar
             .mounts

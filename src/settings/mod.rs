@@ -30,6 +30,8 @@ use serde_json::value::RawValue;
 
 pub const DEFAULT_TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
 pub const DEFAULT_OPT_OUT: &str = "nmp.nvidia.com/disable-multi-node-networking";
+/// The annotation the record of what was injected is written under (behaviour.md §2.1).
+pub const DEFAULT_RECORD: &str = "nmp.nvidia.com/multi-node-networking-injected";
 pub const DEFAULT_OWNER_KINDS: [&str; 5] = ["PyTorchJob", "MPIJob", "Job", "RunaiJob", "JobSet"];
 pub const DEFAULT_OWNER_GROUPS: [&str; 5] = [
     "batch.volcano.sh",
@@ -41,12 +43,14 @@ pub const DEFAULT_OWNER_GROUPS: [&str; 5] = [
 /// The extended resources a GPU is asked for by: NVIDIA's device plugin and AMD's GPU Operator.
 pub const DEFAULT_GPU_RESOURCES: [&str; 2] = ["nvidia.com/gpu", "amd.com/gpu"];
 const MAX_PER_GPU: u64 = 64;
-const COMMON_KEYS: [&str; 4] = [
+const COMMON_KEYS: [&str; 5] = [
     "triggerAnnotation",
     "optOutAnnotation",
+    "recordAnnotation",
     "ownerKinds",
     "ownerApiGroups",
 ];
+const RECORD: &str = "recordAnnotation";
 const GPU_RESOURCES: &str = "gpuResources";
 const PREFLIGHT: &str = "preflight";
 const INSTANCE_TYPES: &str = "instanceTypes";
@@ -64,6 +68,8 @@ pub struct Config<'a> {
     pub gpu_resources: Vec<Cow<'a, str>>,
     /// What a missing object the pod refers to gets (behaviour.md §9).
     pub preflight: Mode,
+    /// The annotation the record is written under; `None` when `recordAnnotation` is `""`.
+    pub record: Option<Cow<'a, str>>,
 }
 
 /// The settings that decide whether a pod is the policy's (behaviour.md §2): all that is read
@@ -296,6 +302,7 @@ impl<'a> Config<'a> {
         let common = common.unwrap_or_else(|| r.common(top));
         let gpu_resources = r.gpu_resources(top);
         let preflight = r.preflight(top);
+        let record = r.record(top, &common);
 
         let cloud = match enabled.len() {
             1 => enabled.pop(),
@@ -321,6 +328,7 @@ impl<'a> Config<'a> {
                 common,
                 gpu_resources,
                 preflight,
+                record,
             }),
             _ => Err(SettingsError(r.errors)),
         }
@@ -400,6 +408,36 @@ impl Reader {
             opt_out: opt_out.unwrap_or(Cow::Borrowed(DEFAULT_OPT_OUT)),
             owner_kinds,
             owner_groups,
+        }
+    }
+
+    /// `recordAnnotation`: an annotation key other than the trigger, the opt-out and those the
+    /// policy writes (the record would overwrite them), the default when absent or `null`; `""`
+    /// writes no record on the pod.
+    fn record<'a>(&mut self, top: Value<'_, 'a>, common: &Common<'_>) -> Option<Cow<'a, str>> {
+        let path = &Path::Key(&Path::Root, RECORD);
+        let key = self.text(
+            path,
+            top.get(RECORD),
+            |key| key.is_empty() || is_qualified_name(key),
+            "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters) or \"\" for no record",
+        );
+        match key {
+            None => Some(Cow::Borrowed(DEFAULT_RECORD)),
+            Some(key) if key.is_empty() => None,
+            Some(key)
+                if key == common.trigger
+                    || key == common.opt_out
+                    || key == crate::multus::ANNOTATION
+                    || key.starts_with("networking.gke.io/")
+                    || key.starts_with("devices.gke.io/") =>
+            {
+                self.errors.push(format!(
+                    "{path}: must differ from triggerAnnotation, optOutAnnotation and the annotations the policy writes (k8s.v1.cni.cncf.io/networks, networking.gke.io/…, devices.gke.io/…), got \"{key}\""
+                ));
+                None
+            }
+            key => key,
         }
     }
 
@@ -610,7 +648,7 @@ mod tests {
         // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
         assert_eq!(
             errors(json!({"gcp": {"enabled": true, "network": []}})),
-            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
+            "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, daemonStartupProbe, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
         );
     }
 

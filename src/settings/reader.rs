@@ -114,6 +114,14 @@ impl Reader {
                 self.strings(path, raw, len, valid, what).map(Param::Texts)
             }
             Kind::Claim => self.claim(path, raw).map(Param::Claim),
+            Kind::Switch => {
+                let on = raw.as_bool();
+                if on.is_none() && !raw.is_null() {
+                    self.errors
+                        .push(format!("{path}: must be true or false, got {}", show(raw)));
+                }
+                on.map(Param::Switch)
+            }
         }
     }
 

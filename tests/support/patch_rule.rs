@@ -2,13 +2,23 @@
 //! end-to-end host (`e2e-tests/src/lib.rs`, through `#[path]`): the JSON Patch the policy server
 //! computes with `json_patch::diff(request.object, mutated_object)` only adds. A `replace` is
 //! allowed only where the input held `null`, or where it extends the user's string (the Multus
-//! network list) keeping all of its text; a `remove`, `move` or `copy` never is.
+//! network list) keeping all of its text, or where it is the policy's record under its key
+//! `record` (behaviour.md §2.1, the policy's own statement, which replaces a stale one); a
+//! `remove`, `move` or `copy` never is.
 
 use serde_json::Value;
 
 /// The patch from `original` to `mutated`, or why the policy server's patch would lose something
 /// of the user's.
-pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Patch, String> {
+pub fn checked_patch(
+    original: &Value,
+    mutated: &Value,
+    record: Option<&str>,
+) -> Result<json_patch::Patch, String> {
+    let record = record.map(|key| {
+        let key = key.replace('~', "~0").replace('/', "~1");
+        format!("/metadata/annotations/{key}")
+    });
     let patch = json_patch::diff(original, mutated);
     for operation in &patch.0 {
         match operation {
@@ -16,6 +26,7 @@ pub fn checked_patch(original: &Value, mutated: &Value) -> Result<json_patch::Pa
             json_patch::PatchOperation::Replace(r) => {
                 let before = original.pointer(r.path.as_str());
                 let allowed = match before {
+                    _ if record.as_deref() == Some(r.path.as_str()) => true,
                     Some(Value::Null) => true,
                     Some(Value::String(old)) => {
                         r.value.as_str().is_some_and(|new| extends(old, new))

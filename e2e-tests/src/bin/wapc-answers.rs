@@ -81,6 +81,16 @@ fn mutation_case(instance: &Instance, file: &str, case: &Case) -> Result<Vec<Val
     // to type into the page's editors.
     let payload = case.payload();
     let answer = instance.call("validate", &payload)?;
+    let response: e2e_tests::Response = serde_json::from_slice(&answer)?;
+    // The expected pod with the policy's record, checked against the case (e2e_tests::record).
+    let expected = match &case.expect.pod {
+        Some(pod) => Some(e2e_tests::record::expected_pod(
+            &case.settings,
+            pod,
+            &response,
+        )?),
+        None => None,
+    };
     if case.payload.is_some() {
         return Ok(vec![json!({
             "name": case.name,
@@ -107,7 +117,7 @@ fn mutation_case(instance: &Instance, file: &str, case: &Case) -> Result<Vec<Val
         "pod": page_can_send.then(|| serde_json::to_string(&case.object)).transpose()?,
         "settings": serde_json::to_string(&case.settings)?,
         "accepted": case.expect.accepted,
-        "expectedPatch": case.expect.pod.as_ref().map(|pod| json_patch::diff(&case.object, pod)),
+        "expectedPatch": expected.as_ref().map(|pod| json_patch::diff(&case.object, pod)),
     })];
     let mutated = serde_json::from_slice::<Value>(&answer)?["mutated_object"].take();
     if !mutated.is_null() {

@@ -136,6 +136,7 @@ fn profile() -> Profile<'static> {
             env: DAEMON_ENV,
             capabilities: &["NET_ADMIN"],
             mounts: DAEMON_MOUNTS,
+            startup_probe: None,
         }),
         annotations: vec![
             (DEVICES_ANNOTATION, Cow::Borrowed(daemon_devices!())),

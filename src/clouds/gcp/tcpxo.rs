@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::profile::{
-    EnvVar, Interfaces, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var,
+    EnvVar, Interfaces, Mount, Profile, Sidecar, Source, StartupProbe, Volume, WholeNode, mount,
+    var,
 };
 
 pub const TCPXO: Fabric = Fabric {
@@ -27,6 +28,11 @@ pub const TCPXO: Fabric = Fabric {
                 what: "a flag of letters, digits and -_=.,:/@+% (no shell syntax)",
             },
             apply: set_daemon_flags,
+        },
+        Key {
+            name: "daemonStartupProbe",
+            kind: Kind::Switch,
+            apply: set_startup_probe,
         },
     ],
     exclusive: &[],
@@ -82,6 +88,23 @@ const MOUNTS: &[Mount<'static>] = &[
 ];
 
 const DAEMON_ENV: &[EnvVar<'static>] = &[var!("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")];
+/// The daemon's env and startup probe as Google recommends them: with `HEALTH_CHECK_LOG_FILE`
+/// set, the daemon writes that file once its initialisation is done (~30 s), and the probe fails
+/// the sidecar, so the trainer never starts, on a node where it cannot (GoogleCloudPlatform/
+/// container-engine-accelerators `gpudirect-tcpxo/best-practice.md`, commit a2371aeb,
+/// 2025-08-25, "Setup Startup Probe for the TCPXO-daemon Sidecar"; its example runs daemon
+/// v1.0.8, which is thus the oldest version known to write the file; no release note says).
+const DAEMON_ENV_PROBED: &[EnvVar<'static>] = &[
+    var!("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"),
+    var!("HEALTH_CHECK_LOG_FILE", "/run/health-check"),
+];
+const STARTUP_PROBE: StartupProbe = StartupProbe {
+    json: concat!(
+        r#"{"initialDelaySeconds":1,"periodSeconds":5,"timeoutSeconds":1,"successThreshold":1,"#,
+        r#""failureThreshold":6,"exec":{"command":["cat","/run/health-check"]}}"#,
+    ),
+    since: "v1.0.8",
+};
 const DAEMON_MOUNTS: &[Mount<'static>] = &[
     mount!("nvtcpxo-libraries", "/usr/local/nvidia", read_only),
     mount!("nvtcpxo-sys", "/hostsysfs"),
@@ -129,6 +152,7 @@ fn profile() -> Profile<'static> {
             // Kubernetes spelling: the reference's `CAP_NET_ADMIN` is not what Google's manifests use.
             capabilities: &["NET_ADMIN", "NET_BIND_SERVICE"],
             mounts: DAEMON_MOUNTS,
+            startup_probe: None,
         }),
         // Under `metadata.annotations`: the reference's patch put them at the top level of the
         // object, where the API server drops them, so GKE never wired the daemon's devices or the
@@ -170,6 +194,13 @@ fn script(flags: &[impl AsRef<str>]) -> String {
 fn set_daemon_flags<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
     if let (Some(sidecar), Param::Texts(flags)) = (&mut profile.sidecar, param) {
         sidecar.script = Some(Cow::Owned(script(&flags)));
+    }
+}
+
+fn set_startup_probe<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
+    if let (Some(sidecar), Param::Switch(on)) = (&mut profile.sidecar, param) {
+        sidecar.env = if on { DAEMON_ENV_PROBED } else { DAEMON_ENV };
+        sidecar.startup_probe = on.then_some(STARTUP_PROBE);
     }
 }
 
@@ -228,5 +259,31 @@ mod tests {
         for bad in ["", "--a b", "--a;reboot", "$(x)", "'q'", "--a\n"] {
             assert!(!is_flag(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_startup_probe_is_googles_and_off_by_default() {
+        use crate::settings::profile_of;
+        use serde_json::json;
+        let off = profile_of(json!({"gcp": {"enabled": true}}))
+            .sidecar
+            .unwrap();
+        assert_eq!(off.startup_probe, None);
+        assert_eq!(off.env, DAEMON_ENV);
+        let on = profile_of(json!({"gcp": {"enabled": true, "daemonStartupProbe": true}}));
+        let daemon: serde_json::Value =
+            serde_json::from_str(&on.sidecar.unwrap().container_text(&[])).unwrap();
+        // best-practice.md's example, value for value.
+        assert_eq!(
+            daemon["startupProbe"],
+            json!({"initialDelaySeconds": 1, "periodSeconds": 5, "timeoutSeconds": 1,
+                   "successThreshold": 1, "failureThreshold": 6,
+                   "exec": {"command": ["cat", "/run/health-check"]}})
+        );
+        assert_eq!(
+            daemon["env"],
+            json!([{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"},
+                   {"name": "HEALTH_CHECK_LOG_FILE", "value": "/run/health-check"}])
+        );
     }
 }

@@ -1,0 +1,156 @@
+//! The record of what the policy injected (behaviour.md §2.1): one compact JSON object, its keys
+//! in a fixed order, written on the pod under the settings' `recordAnnotation` and sent as the
+//! answer's audit annotation [`AUDIT_KEY`]. Written by hand, as the rest of the policy's text is.
+
+use crate::fragment::push_string;
+use crate::placement::Source;
+
+/// The audit annotation's key: without a domain, since the API server stores it as
+/// `<webhook name>/injected` (AdmissionResponse API docs).
+pub const AUDIT_KEY: &str = "injected";
+
+/// One GPU container the policy wired and what it ends up with.
+pub struct Wired {
+    pub name: String,
+    /// Its count of the fabric's device; `None` where the fabric has no device resource (GCP).
+    pub devices: Option<u64>,
+    /// The pod's DRA claim of the fabric that it names (behaviour.md §3.8), recorded in place of
+    /// the count: the claim stands for the devices.
+    pub claim: Option<String>,
+}
+
+/// What the record says: the fabric, its device resource, the machine the injection followed and
+/// the containers wired.
+pub struct Record<'r> {
+    pub cloud: &'r str,
+    pub fabric: &'r str,
+    pub device: Option<&'r str>,
+    pub machine: Option<(&'r str, Source)>,
+    pub containers: &'r [Wired],
+}
+
+impl Record<'_> {
+    /// `{"policy":…,"cloud":…,"fabric":…,"device":…|null,"machine":{"name":…,"from":"<field>
+    /// <label>"}|null,"containers":{"<name>":{"devices":N}|{},…}}`.
+    pub fn json(&self) -> String {
+        let mut out = String::with_capacity(160);
+        out.push_str(concat!(r#"{"policy":""#, env!("CARGO_PKG_VERSION"), "\""));
+        for (key, value) in [
+            (r#","cloud":"#, Some(self.cloud)),
+            (r#","fabric":"#, Some(self.fabric)),
+            (r#","device":"#, self.device),
+        ] {
+            out.push_str(key);
+            match value {
+                Some(value) => push_string(&mut out, value),
+                None => out.push_str("null"),
+            }
+        }
+        match self.machine {
+            Some((name, from)) => {
+                out.push_str(r#","machine":{"name":"#);
+                push_string(&mut out, name);
+                // The field and label are the policy's own, plain text.
+                for part in [r#","from":""#, from.field, " ", from.label, "\"}"] {
+                    out.push_str(part);
+                }
+            }
+            None => out.push_str(r#","machine":null"#),
+        }
+        out.push_str(r#","containers":{"#);
+        for (at, wired) in self.containers.iter().enumerate() {
+            if at > 0 {
+                out.push(',');
+            }
+            push_string(&mut out, &wired.name);
+            out.push_str(":{");
+            match (&wired.claim, wired.devices) {
+                (Some(claim), _) => {
+                    out.push_str(r#""claim":"#);
+                    push_string(&mut out, claim);
+                }
+                (None, Some(devices)) => {
+                    out.push_str(r#""devices":"#);
+                    out.push_str(&devices.to_string());
+                }
+                (None, None) => {}
+            }
+            out.push('}');
+        }
+        out.push_str("}}");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn the_record_is_compact_json_in_a_fixed_order() {
+        let containers = [
+            Wired {
+                name: "trainer".into(),
+                devices: Some(32),
+                claim: None,
+            },
+            Wired {
+                name: "o\"dd".into(),
+                devices: Some(0),
+                claim: None,
+            },
+        ];
+        let from = Source {
+            field: "nodeSelector",
+            label: "node.kubernetes.io/instance-type",
+        };
+        let record = Record {
+            cloud: "aws",
+            fabric: "efa",
+            device: Some("vpc.amazonaws.com/efa"),
+            machine: Some(("p5.48xlarge", from)),
+            containers: &containers,
+        };
+        let text = record.json();
+        assert_eq!(
+            text,
+            r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":{"name":"p5.48xlarge","from":"nodeSelector node.kubernetes.io/instance-type"},"containers":{"trainer":{"devices":32},"o\"dd":{"devices":0}}}"#
+        );
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed["containers"]["o\"dd"], json!({"devices": 0}));
+
+        let none = Record {
+            cloud: "gcp",
+            fabric: "tcpxo",
+            device: None,
+            machine: None,
+            containers: &[Wired {
+                name: "t".into(),
+                devices: None,
+                claim: None,
+            }],
+        };
+        assert_eq!(
+            none.json(),
+            r#"{"policy":"0.1.0","cloud":"gcp","fabric":"tcpxo","device":null,"machine":null,"containers":{"t":{}}}"#
+        );
+
+        // A DRA claim stands for the devices: the container's entry names it instead.
+        let claimed = Record {
+            cloud: "aws",
+            fabric: "efa",
+            device: Some("vpc.amazonaws.com/efa"),
+            machine: None,
+            containers: &[Wired {
+                name: "t".into(),
+                devices: Some(32),
+                claim: Some("efa".into()),
+            }],
+        };
+        assert_eq!(
+            claimed.json(),
+            r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":null,"containers":{"t":{"claim":"efa"}}}"#
+        );
+    }
+}
