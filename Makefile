@@ -14,7 +14,7 @@ KWCTL       ?= kwctl
 # Binaryen's optimizer after rustc: the same code in about 15% fewer bytes (BENCHMARKS.md). The
 # features are those rustc enables for wasm32-wasip1 (`rustc --print cfg --target wasm32-wasip1`).
 WASM_OPT       ?= wasm-opt
-WASM_OPT_FLAGS ?= -O2 --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+WASM_OPT_FLAGS ?= -Os --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
                   --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types
 
 .PHONY: all

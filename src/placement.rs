@@ -231,6 +231,12 @@ pub fn over_capacity(placement: &Placement, resource: &str, devices: u64) -> Vec
 
 /// `"a", "b"`
 fn quoted(names: &[&Cow<'_, str>]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
-    quoted.join(", ")
+    let mut quoted = String::new();
+    for (at, name) in names.iter().enumerate() {
+        if at > 0 {
+            quoted.push_str(", ");
+        }
+        quoted.push_str(&format!("{name:?}"));
+    }
+    quoted
 }

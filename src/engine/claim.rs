@@ -187,7 +187,10 @@ mod tests {
             );
             // No Multus list without VFs (the record is the pod's one annotation).
             let annotations = p["metadata"]["annotations"].as_object().unwrap();
-            assert!(!annotations.contains_key("k8s.v1.cni.cncf.io/networks"), "{p}");
+            assert!(
+                !annotations.contains_key("k8s.v1.cni.cncf.io/networks"),
+                "{p}"
+            );
             assert_eq!(annotations.len(), 1, "{p}");
         }
     }
