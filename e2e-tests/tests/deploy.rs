@@ -275,6 +275,10 @@ fn preflight_kinds(
     }
 }
 
+/// The ServiceAccount of the policy servers in `kubewarden` that the preflight's RBAC binds: the
+/// Helm charts' default PolicyServer's, which this policy's own names.
+const POLICY_SERVER_ACCOUNT: &str = "policy-server";
+
 /// Each cloud's ClusterAdmissionPolicy lists in `spec.contextAwareResources` exactly what its
 /// injection may refer to, each listed in policy-metadata.yml, and `deploy/<cloud>/
 /// preflight-rbac.yaml` grants the policy server get, list and watch of exactly those, bound to
@@ -363,7 +367,7 @@ fn the_preflights_resources_agree_with_the_metadata_and_the_rbac() {
             binding["kind"] == "ClusterRoleBinding"
                 && binding["roleRef"] == json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]})
                 && binding["subjects"]
-                    == json!([{"kind": "ServiceAccount", "name": "policy-server", "namespace": "kubewarden"}])
+                    == json!([{"kind": "ServiceAccount", "name": POLICY_SERVER_ACCOUNT, "namespace": "kubewarden"}])
         });
         if !bound {
             failures.push(format!(
@@ -709,6 +713,13 @@ fn cluster_policies_run_on_their_own_policy_server() {
         spec["image"],
         server("verified").expect("the verified server").value["spec"]["image"],
         "{}: another image than verified-policy-server.yaml's",
+        own.file
+    );
+    // The account the preflight's RBAC binds: the controller copies it into the Deployment as
+    // it is, and without it the pods would run as the namespace's `default`.
+    assert_eq!(
+        spec["serviceAccountName"], POLICY_SERVER_ACCOUNT,
+        "{}: spec.serviceAccountName must be the account deploy/<cloud>/preflight-rbac.yaml binds",
         own.file
     );
     let replicas = spec["replicas"].as_u64().unwrap_or(1);
