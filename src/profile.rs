@@ -425,27 +425,14 @@ impl Volume<'_> {
         };
         theirs
             .root()
-            .same_members(&ours.root(), &|key, theirs, ours| {
-                let (Some(theirs), Some(ours)) = (theirs, ours) else {
-                    return false;
-                };
-                // The API server's defaults read as their absence.
-                match key {
-                    "hostPath" => theirs.same_members(&ours, &|key, a, b| {
-                        let defaulted = |v: &TapeValue<'_, '_>| {
-                            key == "type" && v.as_str().is_some_and(|t| t.is_empty())
-                        };
+            .same_members(&ours.root(), &|source, theirs, ours| match (theirs, ours) {
+                (Some(theirs), Some(ours)) => {
+                    theirs.same_members(&ours, &|field, a, b| {
+                        let defaulted = |v: &TapeValue<'_, '_>| is_default(source, field, v);
                         same_member(a.filter(|v| !defaulted(v)), b.filter(|v| !defaulted(v)))
-                    }),
-                    "configMap" => theirs.same_members(&ours, &|key, a, b| {
-                        let defaulted = |v: &TapeValue<'_, '_>| {
-                            key == "defaultMode"
-                                && v.as_number().and_then(|n| n.as_u64()) == Some(420)
-                        };
-                        same_member(a.filter(|v| !defaulted(v)), b.filter(|v| !defaulted(v)))
-                    }),
-                    _ => theirs.same(&ours),
+                    }) || theirs.same(&ours)
                 }
+                _ => false,
             })
     }
 }
@@ -489,6 +476,15 @@ impl Serialize for Volume<'_> {
             )?,
         }
         volume.end()
+    }
+}
+
+/// The API server's defaults for a volume source's fields, which read as their absence.
+fn is_default(source: &str, field: &str, value: &TapeValue<'_, '_>) -> bool {
+    match (source, field) {
+        ("hostPath", "type") => value.as_str().is_some_and(|t| t.is_empty()),
+        ("configMap", "defaultMode") => value.as_number().and_then(|n| n.as_u64()) == Some(420),
+        _ => false,
     }
 }
 
