@@ -4,8 +4,6 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use serde::Serialize;
-
 /// Something the policy adds, as JSON text. (The profile's types implement it: this module knows
 /// nothing of them, so the two do not import each other.)
 pub trait Fragment {
@@ -65,12 +63,6 @@ impl<'p, T: Fragment> Block<'p, T> {
     }
 }
 
-/// The JSON text of one of the policy's own values.
-pub fn render(value: &impl Serialize) -> String {
-    // The profile's types are plain structs of strings and lists: serialising them cannot fail.
-    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
-}
-
 /// The JSON text of a string, escaped as serde_json escapes it. Written by hand: every added
 /// env value, annotation and device count goes through it.
 pub fn render_string(value: &str) -> String {
@@ -79,47 +71,153 @@ pub fn render_string(value: &str) -> String {
     out
 }
 
+/// For each byte, what follows the backslash of its escape: `0` for a byte written as it is,
+/// `u` for one written `\u00XX`. serde_json's table: one lookup a byte is what makes escaping
+/// cheap, and the compile-time escapes ([`json_string!`]) read the same table.
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// Appends the JSON text of a string.
 pub fn push_string(out: &mut String, value: &str) {
+    out.reserve(value.len() + 2);
     out.push('"');
     let mut plain = 0;
-    for (at, byte) in value.bytes().enumerate() {
-        let escape = match byte {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&value[plain..at]);
+    for (at, &byte) in value.as_bytes().iter().enumerate() {
+        let escape = ESCAPE[usize::from(byte)];
+        if escape == 0 {
+            continue;
+        }
+        // Every escaped byte is ASCII: `at` is a character boundary.
+        out.push_str(value.get(plain..at).unwrap_or_default());
         plain = at + 1;
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
+        out.push('\\');
+        out.push(char::from(escape));
+        if escape == b'u' {
+            out.push_str("00");
             out.push(char::from(HEX[usize::from(byte >> 4)]));
             out.push(char::from(HEX[usize::from(byte & 0xf)]));
-        } else {
-            out.push_str(escape);
         }
     }
-    out.push_str(&value[plain..]);
+    out.push_str(value.get(plain..).unwrap_or_default());
     out.push('"');
 }
+
+/// The length of [`string_bytes`]'s text of `value`.
+pub const fn string_len(value: &str) -> usize {
+    let bytes = value.as_bytes();
+    let (mut len, mut at) = (2, 0);
+    while at < bytes.len() {
+        len += match ESCAPE[bytes[at] as usize] {
+            0 => 1,
+            b'u' => 6,
+            _ => 2,
+        };
+        at += 1;
+    }
+    len
+}
+
+/// [`push_string`] at compile time: the JSON text of `value` in `N` ([`string_len`]) bytes.
+pub const fn string_bytes<const N: usize>(value: &str) -> [u8; N] {
+    let bytes = value.as_bytes();
+    let mut out = [0u8; N];
+    out[0] = b'"';
+    let (mut from, mut to) = (0, 1);
+    while from < bytes.len() {
+        let byte = bytes[from];
+        match ESCAPE[byte as usize] {
+            0 => {
+                out[to] = byte;
+                to += 1;
+            }
+            b'u' => {
+                let escape = [
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(byte >> 4) as usize],
+                    HEX[(byte & 0xf) as usize],
+                ];
+                let mut i = 0;
+                while i < escape.len() {
+                    out[to + i] = escape[i];
+                    i += 1;
+                }
+                to += escape.len();
+            }
+            escape => {
+                out[to] = b'\\';
+                out[to + 1] = escape;
+                to += 2;
+            }
+        }
+        from += 1;
+    }
+    out[to] = b'"';
+    out
+}
+
+/// `json_string!(TEXT)`: the JSON text of a constant string, escaped at compile time, so that a
+/// table's value the policy adds as it is (an annotation) costs a request only its copy.
+macro_rules! json_string {
+    ($value:expr) => {{
+        const VALUE: &str = $value;
+        const BYTES: [u8; $crate::fragment::string_len(VALUE)] =
+            $crate::fragment::string_bytes(VALUE);
+        const TEXT: &str = match ::std::str::from_utf8(&BYTES) {
+            Ok(text) => text,
+            Err(_) => panic!("escaping split a character"),
+        };
+        TEXT
+    }};
+}
+
+pub(crate) use json_string;
 
 /// Joins the JSON texts of `items` as list items.
 pub fn joined<'r>(items: impl IntoIterator<Item = &'r str>) -> String {
     let mut text = String::new();
-    for item in items {
-        if !text.is_empty() {
-            text.push(',');
-        }
-        text.push_str(item);
-    }
+    push_joined(&mut text, items);
     text
+}
+
+/// Appends the JSON texts of `items`, comma-separated.
+pub fn push_joined<'r>(out: &mut String, items: impl IntoIterator<Item = &'r str>) {
+    for (at, item) in items.into_iter().enumerate() {
+        if at > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+}
+
+/// Appends `["…",…]`, the JSON list of the strings `items`.
+pub fn push_strings<'r>(out: &mut String, items: impl IntoIterator<Item = &'r str>) {
+    out.push('[');
+    for (at, item) in items.into_iter().enumerate() {
+        if at > 0 {
+            out.push(',');
+        }
+        push_string(out, item);
+    }
+    out.push(']');
 }
 
 #[cfg(test)]
@@ -147,6 +245,21 @@ mod tests {
             "</script>",
         ] {
             assert_eq!(render_string(s), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn compile_time_escapes_are_serde_jsons() {
+        // Every escape the table knows, a multi-byte character and the tables' newlines.
+        const ODD: &str = "say \"hi\" back\\slash a\nb\rc\td \u{8}\u{c}\u{1}\u{1f}\u{7f} é ∑ 🚀";
+        const DEVICES: &str = "- path: /dev/nvidia0\n- path: /dev/nvidiactl\n";
+        for (text, value) in [
+            (json_string!(""), ""),
+            (json_string!("plain"), "plain"),
+            (json_string!(ODD), ODD),
+            (json_string!(DEVICES), DEVICES),
+        ] {
+            assert_eq!(text, serde_json::to_string(value).unwrap(), "{value:?}");
         }
     }
 

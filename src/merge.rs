@@ -158,7 +158,7 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
     let node = match parent.get_mut(key) {
         Some(node) if !node.is_null() => node,
         _ => {
-            parent.insert(key, Node::New(format!("[{new_items}]")));
+            parent.insert(key, Node::New(Cow::Owned(format!("[{new_items}]"))));
             return Ok(true);
         }
     };
@@ -259,7 +259,11 @@ pub fn add_capabilities(
 }
 
 /// Sets `key` to the JSON text `value` unless it is already set (to anything, `null` aside).
-pub fn set_if_absent(map: &mut Object<'_>, key: &str, value: impl FnOnce() -> String) -> bool {
+pub fn set_if_absent<'a>(
+    map: &mut Object<'a>,
+    key: &str,
+    value: impl FnOnce() -> Cow<'a, str>,
+) -> bool {
     match map.get(key) {
         Some(v) if !v.is_null() => false,
         _ => {

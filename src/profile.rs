@@ -5,10 +5,8 @@
 use std::borrow::Cow;
 
 use crate::tape::{Tape, Value as TapeValue};
-use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
 
-use crate::fragment::{Fragment, push_string, render};
+use crate::fragment::{Fragment, push_joined, push_string, push_strings};
 use crate::ratio::Ratio;
 
 /// Everything a cloud adds to an opted-in pod.
@@ -31,8 +29,9 @@ pub struct Profile<'a> {
     pub harden: bool,
     /// A native sidecar appended to `spec.initContainers`.
     pub sidecar: Option<Sidecar<'a>>,
-    /// Pod annotations set where absent.
-    pub annotations: Vec<(&'static str, Cow<'a, str>)>,
+    /// Pod annotations set where absent: the key, and the value as its JSON string text, escaped
+    /// at compile time ([`json_string!`](crate::fragment::json_string)): the tables' own.
+    pub annotations: Vec<(&'static str, &'static str)>,
     /// GKE's multi-network annotation: the fabric's NICs on their networks.
     pub interfaces: Option<Interfaces<'a>>,
     /// A Multus network listed once per device of the whole pod.
@@ -154,12 +153,11 @@ impl Interfaces<'_> {
 
 /// An env entry. The tables' entries are made with [`var!`], so that their JSON text is written
 /// at compile time: GCP adds 24 of them to every GPU container of every opted-in pod.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvVar<'a> {
     pub name: Cow<'a, str>,
     pub value: Cow<'a, str>,
     /// `{"name":…,"value":…}`
-    #[serde(skip)]
     pub json: Cow<'a, str>,
 }
 
@@ -181,29 +179,36 @@ impl<'a> EnvVar<'a> {
 }
 
 /// A `volumeMounts` entry; the tables' are made with [`mount!`] (JSON text at compile time).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount<'a> {
-    #[serde(rename = "name")]
+    /// `name`
     pub volume: &'static str,
-    #[serde(rename = "mountPath")]
+    /// `mountPath`
     pub path: Cow<'a, str>,
-    #[serde(rename = "readOnly", skip_serializing_if = "is_false")]
+    /// `readOnly`, written only when true.
     pub read_only: bool,
-    #[serde(skip)]
+    /// `{"name":…,"mountPath":…[,"readOnly":true]}`
     pub json: Cow<'a, str>,
 }
 
 impl<'a> Mount<'a> {
     /// A mount whose path comes from the settings.
     pub fn new(volume: &'static str, path: Cow<'a, str>, read_only: bool) -> Mount<'a> {
-        let mut mount = Mount {
+        let mut json = String::with_capacity(volume.len() + path.len() + 48);
+        json.push_str("{\"name\":");
+        push_string(&mut json, volume);
+        json.push_str(",\"mountPath\":");
+        push_string(&mut json, &path);
+        if read_only {
+            json.push_str(",\"readOnly\":true");
+        }
+        json.push('}');
+        Mount {
             volume,
             path,
             read_only,
-            json: Cow::Borrowed(""),
-        };
-        mount.json = Cow::Owned(render(&mount));
-        mount
+            json: Cow::Owned(json),
+        }
     }
 }
 
@@ -271,10 +276,6 @@ pub const fn cut(text: &'static str, start: usize, len: usize) -> &'static str {
 
 pub(crate) use {mount, var};
 
-fn is_false(value: &bool) -> bool {
-    !value
-}
-
 impl Fragment for EnvVar<'_> {
     fn json(&self) -> Cow<'_, str> {
         Cow::Borrowed(&self.json)
@@ -289,7 +290,7 @@ impl Fragment for Mount<'_> {
 
 impl Fragment for Volume<'_> {
     fn json(&self) -> Cow<'_, str> {
-        Cow::Owned(render(self))
+        Cow::Owned(self.text())
     }
 }
 
@@ -340,15 +341,43 @@ pub struct StartupProbe {
 
 impl Sidecar<'_> {
     /// The sidecar as an init container, as JSON text, without the mounts of `skipped` volumes.
+    ///
+    /// `restartPolicy: Always` on an init container makes it a native sidecar (Kubernetes
+    /// 1.29+): it starts before the workload and is stopped after it, so the job can complete.
+    /// The env, mounts and probe are the tables' JSON text, copied.
     pub fn container_text(&self, skipped: &[&str]) -> String {
-        let mut text = render(&self.container(skipped));
-        // Spliced in as text: the probe is a fixed object of the table.
-        if let (Some(probe), Some(b'}')) = (self.startup_probe, text.as_bytes().last()) {
-            text.pop();
+        let mut text = String::with_capacity(1024);
+        text.push_str(r#"{"name":"#);
+        push_string(&mut text, self.name);
+        text.push_str(r#","image":"#);
+        push_string(&mut text, &self.image);
+        text.push_str(r#","imagePullPolicy":"Always","command":"#);
+        push_strings(&mut text, self.command.iter().map(|c| c.as_ref()));
+        if let Some(script) = &self.script {
+            text.push_str(r#","args":"#);
+            push_strings(&mut text, [script.as_ref()]);
+        }
+        text.push_str(r#","env":["#);
+        push_joined(&mut text, self.env.iter().map(|var| var.json.as_ref()));
+        text.push_str(r#"],"resources":{},"restartPolicy":"Always","securityContext":{"capabilities":{"add":"#);
+        push_strings(&mut text, self.capabilities.iter().copied());
+        text.push_str(concat!(
+            r#"}},"terminationMessagePath":"/dev/termination-log","#,
+            r#""terminationMessagePolicy":"File","volumeMounts":["#
+        ));
+        push_joined(
+            &mut text,
+            self.mounts
+                .iter()
+                .filter(|m| !skipped.contains(&m.volume))
+                .map(|m| m.json.as_ref()),
+        );
+        text.push(']');
+        if let Some(probe) = self.startup_probe {
             text.push_str(r#","startupProbe":"#);
             text.push_str(probe.json);
-            text.push('}');
         }
+        text.push('}');
         text
     }
 
@@ -416,7 +445,7 @@ impl Volume<'_> {
     /// Whether a pod volume of the same name is this volume, reading the API server's defaults
     /// (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
     pub fn same_as(&self, pod_volume: &str) -> bool {
-        let ours = render(self);
+        let ours = self.text();
         let (Ok(theirs), Ok(ours)) = (
             crate::lenient::read::<Tape<'_>>(pod_volume),
             crate::lenient::read::<Tape<'_>>(&ours),
@@ -437,45 +466,33 @@ impl Volume<'_> {
     }
 }
 
-/// Serialised as the pod's `volumes` entry.
-impl Serialize for Volume<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Empty {}
-        #[derive(Serialize)]
-        struct EmptyDir {
-            medium: &'static str,
-        }
-        #[derive(Serialize)]
-        struct HostPath<'p> {
-            path: &'p str,
-            #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-            kind: Option<&'static str>,
-        }
-        #[derive(Serialize)]
-        struct ConfigMap<'a> {
-            name: &'a str,
-            #[serde(rename = "defaultMode")]
-            default_mode: u32,
-        }
-        let mut volume = serializer.serialize_map(Some(2))?;
-        volume.serialize_entry("name", self.name)?;
+impl Volume<'_> {
+    /// The pod's `volumes` entry, as JSON text.
+    pub fn text(&self) -> String {
+        let mut text = String::with_capacity(96);
+        text.push_str(r#"{"name":"#);
+        push_string(&mut text, self.name);
         match &self.source {
-            Source::Scratch => volume.serialize_entry("emptyDir", &Empty {})?,
-            Source::Memory => volume.serialize_entry("emptyDir", &EmptyDir { medium: "Memory" })?,
+            Source::Scratch => text.push_str(r#","emptyDir":{}"#),
+            Source::Memory => text.push_str(r#","emptyDir":{"medium":"Memory"}"#),
             Source::HostPath { path, kind } => {
-                volume.serialize_entry("hostPath", &HostPath { path, kind: *kind })?
+                text.push_str(r#","hostPath":{"path":"#);
+                push_string(&mut text, path);
+                if let Some(kind) = kind {
+                    text.push_str(r#","type":"#);
+                    push_string(&mut text, kind);
+                }
+                text.push('}');
             }
             // 420 is 0644, the API server's default: written out so a second pass compares equal.
-            Source::ConfigMap { name } => volume.serialize_entry(
-                "configMap",
-                &ConfigMap {
-                    name,
-                    default_mode: 420,
-                },
-            )?,
+            Source::ConfigMap { name } => {
+                text.push_str(r#","configMap":{"name":"#);
+                push_string(&mut text, name);
+                text.push_str(r#","defaultMode":420}"#);
+            }
         }
-        volume.end()
+        text.push('}');
+        text
     }
 }
 
@@ -494,69 +511,6 @@ fn same_member(a: Option<TapeValue<'_, '_>>, b: Option<TapeValue<'_, '_>>) -> bo
         (Some(a), Some(b)) => a.same(&b),
         (a, b) => a.is_none() && b.is_none(),
     }
-}
-
-impl<'a> Sidecar<'a> {
-    /// The container, without the mounts of `skipped` volumes (ones the pod defines differently:
-    /// like every other container, the sidecar never mounts a user's volume in place of ours).
-    pub fn container<'s>(&'s self, skipped: &[&str]) -> SidecarContainer<'s> {
-        SidecarContainer {
-            name: self.name,
-            image: &self.image,
-            image_pull_policy: "Always",
-            command: &self.command,
-            args: self.script.as_deref().map(|script| [script]),
-            env: self.env,
-            resources: Resources {},
-            restart_policy: "Always",
-            security_context: SecurityContext {
-                capabilities: Capabilities {
-                    add: self.capabilities,
-                },
-            },
-            termination_message_path: "/dev/termination-log",
-            termination_message_policy: "File",
-            volume_mounts: self
-                .mounts
-                .iter()
-                .filter(|m| !skipped.contains(&m.volume))
-                .collect(),
-        }
-    }
-}
-
-/// The sidecar as an init container, serialised as the pod's `initContainers` entry.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SidecarContainer<'s> {
-    name: &'s str,
-    image: &'s str,
-    image_pull_policy: &'static str,
-    command: &'s [Cow<'s, str>],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<[&'s str; 1]>,
-    env: &'s [EnvVar<'s>],
-    resources: Resources,
-    /// `Always` on an init container makes it a native sidecar (Kubernetes 1.29+): it starts
-    /// before the workload and is stopped after it, so the job can complete.
-    restart_policy: &'static str,
-    security_context: SecurityContext<'s>,
-    termination_message_path: &'static str,
-    termination_message_policy: &'static str,
-    volume_mounts: Vec<&'s Mount<'s>>,
-}
-
-#[derive(Debug, Serialize)]
-struct Resources {}
-
-#[derive(Debug, Serialize)]
-struct SecurityContext<'s> {
-    capabilities: Capabilities<'s>,
-}
-
-#[derive(Debug, Serialize)]
-struct Capabilities<'s> {
-    add: &'s [&'s str],
 }
 
 impl Network<'_> {
@@ -626,7 +580,10 @@ mod tests {
 
     #[test]
     fn volumes_serialise_as_the_pod_declares_them() {
-        let volume = |name, source| json!(Volume { name, source });
+        let parsed = |volume: Volume<'_>| -> serde_json::Value {
+            serde_json::from_str(&volume.text()).unwrap()
+        };
+        let volume = |name, source| parsed(Volume { name, source });
         assert_eq!(
             volume("scratch", Source::Scratch),
             json!({"name": "scratch", "emptyDir": {}})
@@ -636,15 +593,15 @@ mod tests {
             json!({"name": "shm", "emptyDir": {"medium": "Memory"}})
         );
         assert_eq!(
-            json!(Volume::host_path("sys", "/sys", None)),
+            parsed(Volume::host_path("sys", "/sys", None)),
             json!({"name": "sys", "hostPath": {"path": "/sys"}})
         );
         assert_eq!(
-            json!(Volume::host_path("dev", "/dev", Some("Directory"))),
+            parsed(Volume::host_path("dev", "/dev", Some("Directory"))),
             json!({"name": "dev", "hostPath": {"path": "/dev", "type": "Directory"}})
         );
         assert_eq!(
-            json!(config_map("topo", "nccl-topo")),
+            parsed(config_map("topo", "nccl-topo")),
             json!({"name": "topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}})
         );
     }
@@ -665,7 +622,7 @@ mod tests {
             startup_probe: None,
         };
         assert_eq!(
-            json!(sidecar.container(&["sys"])),
+            serde_json::from_str::<serde_json::Value>(&sidecar.container_text(&["sys"])).unwrap(),
             json!({
                 "name": "daemon",
                 "image": "registry/daemon:1",
@@ -736,14 +693,23 @@ mod tests {
 
     #[test]
     fn read_only_is_written_only_when_true() {
-        assert_eq!(
-            json!(mount!("a", "/a")),
-            json!({"name": "a", "mountPath": "/a"})
-        );
-        assert_eq!(
-            json!(mount!("a", "/a", read_only)),
-            json!({"name": "a", "mountPath": "/a", "readOnly": true})
-        );
+        let parsed =
+            |mount: Mount<'_>| -> serde_json::Value { serde_json::from_str(&mount.json).unwrap() };
+        for read_only in [false, true] {
+            let table = match read_only {
+                false => mount!("a", "/a"),
+                true => mount!("a", "/a", read_only),
+            };
+            let mut expected = json!({"name": "a", "mountPath": "/a"});
+            if read_only {
+                expected["readOnly"] = json!(true);
+            }
+            assert_eq!(parsed(table), expected);
+            // From the settings, a path that needs escaping.
+            let settings = Mount::new("a", Cow::Borrowed("/a \"b\""), read_only);
+            expected["mountPath"] = json!("/a \"b\"");
+            assert_eq!(parsed(settings), expected);
+        }
     }
 
     #[test]

@@ -50,8 +50,8 @@ pub enum Node<'a> {
     Null,
     Object(Object<'a>),
     List(Vec<Node<'a>>),
-    /// JSON text written by the policy.
-    New(String),
+    /// JSON text written by the policy (borrowed where it is a table's).
+    New(Cow<'a, str>),
     /// A list of the request's (`Raw`) with items appended: their JSON text, comma-separated.
     Extended(&'a RawValue, String),
 }

@@ -368,14 +368,35 @@ mod tests {
 
     #[test]
     fn the_json_written_at_compile_time_is_what_serde_writes() {
+        // The members in the API's order, each value as serde_json writes it.
+        let text = |s: &str| serde_json::to_string(s).unwrap();
         for p in defaults() {
             let sidecar = p.sidecar.iter().flat_map(|s| s.env);
             for var in p.env.iter().chain(sidecar) {
-                assert_eq!(var.json, serde_json::to_string(var).unwrap());
+                let entry = format!(
+                    r#"{{"name":{},"value":{}}}"#,
+                    text(&var.name),
+                    text(&var.value)
+                );
+                assert_eq!(var.json, entry);
             }
             let sidecar = p.sidecar.iter().flat_map(|s| s.mounts);
             for mount in p.mounts.iter().chain(sidecar) {
-                assert_eq!(mount.json, serde_json::to_string(mount).unwrap());
+                let read_only = if mount.read_only {
+                    r#","readOnly":true"#
+                } else {
+                    ""
+                };
+                let entry = format!(
+                    r#"{{"name":{},"mountPath":{}{read_only}}}"#,
+                    text(mount.volume),
+                    text(&mount.path)
+                );
+                assert_eq!(mount.json, entry);
+            }
+            for (key, value) in &p.annotations {
+                let parsed: String = serde_json::from_str(value).unwrap();
+                assert_eq!(*value, text(&parsed), "{key}");
             }
         }
     }

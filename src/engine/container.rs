@@ -212,7 +212,7 @@ pub(super) fn ensure_device(
     let mut copied = false;
     for side in ["requests", "limits"] {
         let quantities = object_entry(resources, side).map_err(|e| e.within("resources"))?;
-        copied |= set_if_absent(quantities, resource, || value.clone());
+        copied |= set_if_absent(quantities, resource, || value.clone().into());
     }
     Ok((changed || copied, count))
 }
@@ -247,7 +247,7 @@ pub(super) fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool,
     }
     let resources = object_entry(container, "resources")?;
     let requests = object_entry(resources, "requests").map_err(|e| e.within("resources"))?;
-    Ok(set_if_absent(requests, "cpu", || render_string(cpu)))
+    Ok(set_if_absent(requests, "cpu", || render_string(cpu).into()))
 }
 
 /// `allowPrivilegeEscalation: false` and a `RuntimeDefault` seccomp profile, only where the API

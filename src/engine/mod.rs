@@ -142,7 +142,7 @@ pub fn inject<'a>(pod: &mut Object<'_>, config: &Config<'a>) -> Result<Outcome<'
         let metadata = object_entry(pod, "metadata")?;
         let annotations =
             object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
-        annotations.insert(key, Node::New(record.clone()));
+        annotations.insert(key, Node::New(record.clone().into()));
     }
     Ok(outcome)
 }
@@ -367,11 +367,11 @@ fn annotate(
     let annotations = object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
     let mut changed = false;
     for (key, value) in &profile.annotations {
-        changed |= set_if_absent(annotations, key, || render_string(value));
+        changed |= set_if_absent(annotations, key, || Cow::Borrowed(value));
     }
     if let Some(interfaces) = interfaces {
         changed |= set_if_absent(annotations, INTERFACES_ANNOTATION, || {
-            render_string(&interfaces.json(nics))
+            render_string(&interfaces.json(nics)).into()
         });
     }
     let Some(network) = network else {
@@ -389,7 +389,7 @@ fn annotate(
     };
     let resource = profile.device.as_ref().map_or("", |d| &d.resource);
     if let Some(value) = multus::merge(existing.as_deref(), network, resource, devices)? {
-        annotations.insert(multus::ANNOTATION, Node::New(render_string(&value)));
+        annotations.insert(multus::ANNOTATION, Node::New(render_string(&value).into()));
         changed = true;
     }
     Ok(changed)

@@ -10,9 +10,8 @@ mod rdma;
 mod tcpx;
 mod tcpxo;
 
-use std::borrow::Cow;
-
 use super::{Accelerator, Cloud, Key, Kind, Machine, Param};
+use crate::fragment::json_string;
 use crate::k8s_names::{is_dns1123_subdomain, is_image_reference};
 use crate::profile::Profile;
 
@@ -148,8 +147,8 @@ macro_rules! daemon_devices {
 }
 use daemon_devices;
 
-const DEFAULT_INTERFACE: (&str, Cow<'static, str>) =
-    ("networking.gke.io/default-interface", Cow::Borrowed("eth0"));
+const DEFAULT_INTERFACE: (&str, &str) =
+    ("networking.gke.io/default-interface", json_string!("eth0"));
 
 /// The networks of the fabric's NICs, in order.
 fn set_networks<'a>(profile: &mut Profile<'a>, param: Param<'a>) {

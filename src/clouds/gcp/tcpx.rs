@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
+use crate::fragment::json_string;
 use crate::k8s_names::is_argv_item;
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var,
@@ -139,7 +140,7 @@ fn profile() -> Profile<'static> {
             startup_probe: None,
         }),
         annotations: vec![
-            (DEVICES_ANNOTATION, Cow::Borrowed(daemon_devices!())),
+            (DEVICES_ANNOTATION, json_string!(daemon_devices!())),
             DEFAULT_INTERFACE,
         ],
         interfaces: Some(Interfaces {

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
+use crate::fragment::json_string;
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, StartupProbe, Volume, WholeNode, mount,
     var,
@@ -160,7 +161,7 @@ fn profile() -> Profile<'static> {
         annotations: vec![
             (
                 DEVICES_ANNOTATION,
-                Cow::Borrowed(daemon_devices!("- path: /dev/dmabuf_import_helper\n")),
+                json_string!(daemon_devices!("- path: /dev/dmabuf_import_helper\n")),
             ),
             DEFAULT_INTERFACE,
         ],
@@ -246,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_devices_annotation_lists_one_device_a_line() {
-        let devices = &profile().annotations[0].1;
+        let devices: String = serde_json::from_str(profile().annotations[0].1).unwrap();
         assert_eq!(devices.lines().count(), 11);
         assert!(devices.lines().all(|l| l.starts_with("- path: /dev/")) && devices.ends_with('\n'));
     }
