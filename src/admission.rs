@@ -91,7 +91,14 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
             Ok(config) => {
                 // An empty namespace would list every namespace's objects.
                 let namespace = request.namespace.0.as_str().filter(|ns| !ns.is_empty());
-                inject(text, &config, warning, namespace.map(|ns| (ns, host)))
+                let request = envelope.request_text(text);
+                inject(
+                    text,
+                    request,
+                    &config,
+                    warning,
+                    namespace.map(|ns| (ns, host)),
+                )
             }
             Err(e) => reject(invalid(e)),
         },
@@ -104,14 +111,17 @@ fn invalid(error: SettingsError) -> String {
 
 /// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
 /// and writes, from which the answer is written with the pod's own text for everything else.
-/// `preflight` is the pod's namespace and the host that looks for what the injection refers to.
+/// `request` is the text of the payload's request where the first pass found it, read instead of
+/// the payload: the settings that follow it were read in the first pass. `preflight` is the
+/// pod's namespace and the host that looks for what the injection refers to.
 fn inject(
     payload: &str,
+    request: Option<&str>,
     config: &Config<'_>,
     warning: Option<String>,
     preflight: Option<(&str, Host<'_>)>,
 ) -> Verdict {
-    let mut pod = match view::read_object(payload, &engine::POD) {
+    let mut pod = match view::read_request_object(payload, request, &engine::POD) {
         Ok(pod) => pod,
         Err(rejection) => return reject(rejection.to_string()),
     };
@@ -136,7 +146,7 @@ fn inject(
             record,
             ..
         }) => {
-            let mut text = Vec::with_capacity(payload.len() * 2);
+            let mut text = Vec::with_capacity(request.unwrap_or(payload).len() * 2);
             pod.write(&mut text);
             Verdict::Mutate {
                 pod: text,

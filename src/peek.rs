@@ -21,6 +21,60 @@ use crate::tape::Tape;
 pub struct Envelope<'a> {
     pub request: Request<'a>,
     pub settings: Option<Tape<'a>>,
+    /// Where the (last) `request` key ends and the key after it starts, as addresses of the
+    /// text the keys were read from, for [`Envelope::request_text`].
+    request_keys: (Option<usize>, Option<usize>),
+}
+
+impl Envelope<'_> {
+    /// The text of the `request` value within `payload`, the text this envelope was read from:
+    /// an opted-in pod is read a second time from there, without scanning the settings again.
+    /// Found from where the keys around it lie, which JSON's grammar makes exact (only blanks, a
+    /// colon or a comma, and a quote between a key and a value); `None` where a key was escaped
+    /// (not a slice of `payload`), and then the whole payload is read.
+    pub fn request_text<'t>(&self, payload: &'t str) -> Option<&'t str> {
+        let bytes = payload.as_bytes();
+        let base = payload.as_ptr() as usize;
+        let offset = |address: usize| {
+            address
+                .checked_sub(base)
+                .filter(|&offset| offset <= bytes.len())
+        };
+        let blank = |at: usize| matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r'));
+        let is = |at: usize, byte: u8| (bytes.get(at) == Some(&byte)).then_some(());
+        // After the key: its closing quote, blanks, the colon, blanks.
+        let mut from = offset(self.request_keys.0?)?;
+        is(from, b'"')?;
+        from += 1;
+        while blank(from) {
+            from += 1;
+        }
+        is(from, b':')?;
+        from += 1;
+        while blank(from) {
+            from += 1;
+        }
+        // Before the next key: blanks, the comma, blanks, its opening quote; or, for the last
+        // key, blanks, the envelope's closing brace, blanks.
+        let (mut to, end) = match self.request_keys.1 {
+            Some(next) => {
+                let quote = offset(next)?.checked_sub(1)?;
+                is(quote, b'"')?;
+                (quote, b',')
+            }
+            None => (bytes.len(), b'}'),
+        };
+        while to > from && blank(to - 1) {
+            to -= 1;
+        }
+        is(to.checked_sub(1)?, end)?;
+        to -= 1;
+        while to > from && blank(to - 1) {
+            to -= 1;
+        }
+        let text = payload.get(from..to)?;
+        (text.starts_with('{') && text.ends_with('}')).then_some(text)
+    }
 }
 
 /// The parts of the AdmissionRequest the decision needs; of the object, only its metadata's
@@ -44,12 +98,18 @@ impl<'a, 'de: 'a> Expected<'de> for Envelope<'a> {
     fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
         let mut envelope = Envelope::default();
         let mut request = false;
+        let mut after_request = false;
         each_field(map, |key, map| {
+            if std::mem::take(&mut after_request) {
+                envelope.request_keys.1 = Some(key.as_ptr() as usize);
+            }
             match key {
                 "request" => {
                     envelope.request = map
                         .next_value_seed(Expect::<Request<'a>>::new("`request` to be an object"))?;
                     request = true;
+                    envelope.request_keys = (Some(key.as_ptr() as usize + key.len()), None);
+                    after_request = true;
                 }
                 "settings" => envelope.settings = Some(map.next_value::<Settings<'a>>()?.0),
                 _ => skip(map)?,
@@ -235,6 +295,51 @@ mod tests {
 
     fn peek(json: &str) -> PodPeek<'_> {
         PodPeek::from_json(json)
+    }
+
+    #[test]
+    fn the_request_text_is_found_between_its_keys() {
+        let object = r#"{"uid": "u", "object": {"a": "}, \"settings\": {"}}"#;
+        for (payload, found) in [
+            (
+                format!(r#"{{"request":{object},"settings":{{"x":1}}}}"#),
+                true,
+            ),
+            (
+                format!("{{\n  \"request\" :\t{object} ,\r\n \"settings\": {{}} }}\n"),
+                true,
+            ),
+            // Last, first, repeated (the last counts, as it does for the decision).
+            (
+                format!(r#"{{"settings":{{}}, "request": {object} }}"#),
+                true,
+            ),
+            (
+                format!(r#"{{"request": {{"uid": "old"}}, "request": {object}}}"#),
+                true,
+            ),
+            (
+                format!(r#"{{"x": [1], "request": {object}, "y": "request"}}"#),
+                true,
+            ),
+            // An escaped key is not the payload's own text: the whole payload is read instead.
+            (
+                format!(r#"{{"requ\u0065st": {object}, "settings": {{}}}}"#),
+                false,
+            ),
+            (
+                format!(r#"{{"request": {object}, "s\u0065ttings": {{}}}}"#),
+                false,
+            ),
+        ] {
+            let envelope: Envelope<'_> = crate::lenient::read(&payload).unwrap();
+            let text = envelope.request_text(&payload);
+            assert_eq!(text, found.then_some(object), "{payload}");
+        }
+        // Not the text the envelope was read from.
+        let payload = format!(r#"{{"request":{object}}}"#);
+        let envelope: Envelope<'_> = crate::lenient::read(&payload).unwrap();
+        assert_eq!(envelope.request_text(&payload.clone()), None);
     }
 
     #[test]

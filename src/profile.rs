@@ -132,22 +132,31 @@ pub struct Interfaces<'a> {
 }
 
 impl Interfaces<'_> {
-    /// The annotation's compact JSON for the first `nics` networks (all of them for `None`).
-    pub fn json(&self, nics: Option<u64>) -> String {
-        let mut text = String::from(r#"[{"interfaceName":"eth0","network":"default"}"#);
+    /// The annotation's value, compact JSON for the first `nics` networks (all of them for
+    /// `None`), as the JSON text of that string: written escaped, not escaped afterwards.
+    pub fn annotation(&self, nics: Option<u64>) -> String {
+        let mut text = String::with_capacity(48 + 48 * self.networks.len());
+        text.push_str(r#""[{\"interfaceName\":\"eth0\",\"network\":\"default\"}"#);
         let take = nics.map_or(self.networks.len(), |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         });
         for (eth, network) in (self.first..).zip(self.networks.iter().take(take)) {
-            // Network names are DNS subdomains: nothing in them needs escaping.
-            text.push_str(r#",{"interfaceName":"eth"#);
+            // Network names are DNS subdomains (the settings reader checks them): nothing in
+            // them needs escaping, once or twice.
+            text.push_str(r#",{\"interfaceName\":\"eth"#);
             text.push_str(&eth.to_string());
-            text.push_str(r#"","network":""#);
+            text.push_str(r#"\",\"network\":\""#);
             text.push_str(network);
-            text.push_str(r#""}"#);
+            text.push_str(r#"\"}"#);
         }
-        text.push(']');
+        text.push_str(r#"]""#);
         text
+    }
+
+    /// The annotation's value itself, decoded from [`Interfaces::annotation`]'s text.
+    #[cfg(test)]
+    pub fn json(&self, nics: Option<u64>) -> String {
+        serde_json::from_str(&self.annotation(nics)).expect("a JSON string")
     }
 }
 

@@ -193,6 +193,29 @@ impl<'a> Object<'a> {
 /// Reads `request.object` of an admission payload as an object of `shape`. A value the shape
 /// parses that is neither `null` nor of the shape's JSON type is a rejection naming its path.
 pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object<'a>, Rejection> {
+    read_object_at(payload, &["request", "object"], shape)
+}
+
+/// [`read_object`], from `request` where it is given: the text of the payload's `request` value,
+/// so that what follows it (the settings) is not scanned again. A value that cannot be read is
+/// read again from the payload, so that the message's line and column are the payload's.
+pub fn read_request_object<'a>(
+    payload: &'a str,
+    request: Option<&'a str>,
+    shape: &'static Shape,
+) -> Result<Object<'a>, Rejection> {
+    match request.map(|text| read_object_at(text, &["object"], shape)) {
+        None | Some(Err(Rejection::Unreadable { .. })) => read_object(payload, shape),
+        Some(read) => read,
+    }
+}
+
+/// Reads the object at `keys` of `text` as an object of `shape`.
+fn read_object_at<'a>(
+    text: &'a str,
+    keys: &[&'static str],
+    shape: &'static Shape,
+) -> Result<Object<'a>, Rejection> {
     let wrong_type = Cell::new(None);
     let found = Cell::new(None);
     let seed = Seed {
@@ -201,11 +224,11 @@ pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object
         wrong_type: &wrong_type,
     };
     let read = At {
-        keys: &["request", "object"],
+        keys,
         seed,
         found: &found,
     };
-    let mut deserializer = serde_json::Deserializer::from_str(payload);
+    let mut deserializer = serde_json::Deserializer::from_str(text);
     let result = read.deserialize(&mut deserializer);
     if let Some(rejection) = wrong_type.take() {
         return Err(rejection);
@@ -219,18 +242,19 @@ pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object
     }
 }
 
-/// Reads the value at a path of keys with `seed` into `found`, skipping everything before it,
-/// and stops there: what follows the object in the payload (the settings, often as long as the
-/// pod) was read in the decision's pass already. Nothing is found when an object on the way lacks
-/// its key; a wrong type is an error (the decision's pass has read it already).
+/// Reads the value at a path of keys with `seed` into `found`, skipping everything else. Nothing
+/// is found when an object on the way lacks its key; a wrong type is an error (the decision's
+/// pass has read it already). A repeated key's last value counts, as in the decision's pass.
+///
+/// What follows the object (the settings, often as long as the pod) is skipped, not cut off by an
+/// error: serde_json gives every error its line and column by counting the lines of the text
+/// before it, once for the error and once more for each object it leaves, which costs more than
+/// skipping the rest.
 struct At<'k, 'p, 'de> {
     keys: &'k [&'static str],
     seed: Seed<'p>,
     found: &'p Cell<Option<Node<'de>>>,
 }
-
-/// The error that stops the read once the value is found.
-const FOUND: &str = "found";
 
 impl<'de> DeserializeSeed<'de> for At<'_, '_, 'de> {
     type Value = ();
@@ -279,11 +303,13 @@ impl<'de> Visitor<'de> for At<'_, '_, 'de> {
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             if key != first {
                 map.next_value::<IgnoredAny>()?;
-            } else if rest.is_empty() {
+                continue;
+            }
+            // A later value of the key replaces what an earlier one held.
+            self.found.set(None);
+            if rest.is_empty() {
                 self.found.set(Some(map.next_value_seed(self.seed)?));
-                return Err(de::Error::custom(FOUND));
             } else {
-                // Returns only when the value is not there; it stops the read when it is.
                 map.next_value_seed(At {
                     keys: rest,
                     seed: self.seed,
@@ -511,6 +537,27 @@ mod tests {
             panic!("meta is parsed")
         };
         assert_eq!(meta.get("a").and_then(Node::raw).unwrap().get(), "2");
+    }
+
+    #[test]
+    fn the_last_object_of_the_last_request_counts() {
+        let meta = |payload: &str| {
+            let object = read_object(payload, &SHAPE)?;
+            let Some(Node::Object(meta)) = object.get("meta") else {
+                panic!("meta is parsed")
+            };
+            Ok::<_, Rejection>(meta.get("a").and_then(Node::raw).unwrap().get().to_string())
+        };
+        let twice = r#"{"request": {"object": {"meta": {"a": 1}}, "object": {"meta": {"a": 2}}}}"#;
+        assert_eq!(meta(twice).unwrap(), "2");
+        let requests = r#"{"request": {"object": {"meta": {"a": 1}}}, "settings": {"x": [1, {"y": "}"}]}, "request": {"object": {"meta": {"a": 3}}}}"#;
+        assert_eq!(meta(requests).unwrap(), "3");
+        // A later request without an object has none, whatever an earlier one had.
+        let gone = r#"{"request": {"object": {"meta": {}}}, "request": {"uid": "u"}}"#;
+        assert_eq!(
+            meta(gone).unwrap_err(),
+            malformed("the object", "an object")
+        );
     }
 
     #[test]

@@ -1776,6 +1776,31 @@ fn payload(operation: &str, pod: &Value, settings: &Value) -> Vec<u8> {
     fixtures::payload(&admission_request(operation, &pod_kind(), pod), settings)
 }
 
+/// A verdict with the mutated pod decoded and a message without the line and column it names,
+/// which differ with the payload's layout.
+fn answer_of(verdict: Verdict) -> (bool, Option<Value>, Vec<String>, Option<String>) {
+    match verdict {
+        Verdict::Mutate {
+            pod,
+            warnings,
+            record,
+        } => (
+            true,
+            Some(serde_json::from_slice(&pod).expect("the policy writes JSON")),
+            warnings,
+            record,
+        ),
+        Verdict::Accept { warnings } => (true, None, warnings, None),
+        Verdict::Reject { message } => {
+            let message = match message.find(" at line ") {
+                Some(at) => message[..at].to_string(),
+                None => message,
+            };
+            (false, None, vec![message], None)
+        }
+    }
+}
+
 /// The mutated pod of a mutation, decoded from the text the policy writes.
 fn mutated_pod(verdict: Verdict) -> Option<Value> {
     match verdict {
@@ -2711,6 +2736,28 @@ proptest! {
                 prop_assert!(warnings_for_missing(w, v, objects.len()), "{:?} then {:?}", w, v);
             }
             _ => prop_assert!(false, "without a host {:?}, with {:?}", without, with),
+        }
+    }
+
+    #[test]
+    fn every_layout_of_the_payload_gets_the_same_answer((settings, pod) in case()) {
+        // The pod is read a second time from the request's own text, found between the
+        // envelope's keys (peek::Envelope::request_text); where it is not found, from the whole
+        // payload. Either way the answer is the one for the compact payload.
+        let request = admission_request("CREATE", &pod_kind(), &pod);
+        let compact = fixtures::payload(&request, &settings);
+        let layouts = [
+            (serde_json::to_vec_pretty(&json!({"request": request, "settings": settings})).unwrap(), true),
+            (format!(" {{ \"settings\" : {settings} ,\n\t\"request\"\r\n:{request} }} ").into_bytes(), true),
+            (format!(r#"{{"requ\u0065st":{request},"settings":{settings}}}"#).into_bytes(), false),
+        ];
+        let expected = answer_of(admission::evaluate(&compact));
+        for (bytes, found) in layouts {
+            let text = std::str::from_utf8(&bytes).unwrap();
+            let envelope: multinode_networking_policy::peek::Envelope<'_> =
+                multinode_networking_policy::lenient::read(text).unwrap();
+            prop_assert_eq!(envelope.request_text(text).is_some(), found, "{}", text);
+            prop_assert_eq!(answer_of(admission::evaluate(&bytes)), expected.clone(), "{}", text);
         }
     }
 

@@ -371,7 +371,7 @@ fn annotate(
     }
     if let Some(interfaces) = interfaces {
         changed |= set_if_absent(annotations, INTERFACES_ANNOTATION, || {
-            render_string(&interfaces.json(nics)).into()
+            interfaces.annotation(nics).into()
         });
     }
     let Some(network) = network else {
