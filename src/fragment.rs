@@ -97,6 +97,17 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 pub fn push_string(out: &mut String, value: &str) {
     out.reserve(value.len() + 2);
     out.push('"');
+    push_escaped(out, value);
+    out.push('"');
+}
+
+/// Whether a string's JSON text is the string itself between quotes.
+pub fn is_plain(value: &str) -> bool {
+    value.bytes().all(|byte| ESCAPE[usize::from(byte)] == 0)
+}
+
+/// Appends a string as it reads between the quotes of its JSON text.
+pub fn push_escaped(out: &mut String, value: &str) {
     let mut plain = 0;
     for (at, &byte) in value.as_bytes().iter().enumerate() {
         let escape = ESCAPE[usize::from(byte)];
@@ -115,7 +126,6 @@ pub fn push_string(out: &mut String, value: &str) {
         }
     }
     out.push_str(value.get(plain..).unwrap_or_default());
-    out.push('"');
 }
 
 /// The length of [`string_bytes`]'s text of `value`.

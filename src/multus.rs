@@ -6,14 +6,15 @@
 use crate::lenient::Members;
 
 use crate::error::{MAX_NETWORKS, Rejection};
-use crate::fragment::render_string;
+use crate::fragment::{push_escaped, render_string};
 use crate::profile::Network;
 
 pub const ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
-/// The annotation's new value when attachments are missing, `None` when it already has enough.
-/// `resource` is the device the attachments are counted for, named in the rejection.
-pub fn merge(
+/// The annotation's new value when attachments are missing, as the JSON text of that string
+/// (written escaped: 64 attachments are 1.7 KB); `None` when it already has enough. `resource`
+/// is the device the attachments are counted for, named in the rejection.
+pub fn annotation(
     existing: Option<&str>,
     network: &Network<'_>,
     resource: &str,
@@ -48,18 +49,32 @@ fn merge_short(existing: &str, network: &Network<'_>, wanted: u64) -> Option<Str
         return None;
     }
     // The user's text is kept as written; Multus trims the blanks around each entry itself.
-    let mut value = if existing.trim().is_empty() {
-        String::new()
-    } else {
-        existing.to_string()
+    let head = match existing.trim().is_empty() {
+        true => "",
+        false => existing,
     };
-    for _ in 0..missing {
-        if !value.is_empty() {
+    Some(escaped(head, !head.is_empty(), ours, missing, ""))
+}
+
+/// The JSON text of the string `head`, then `missing` times `entry` (each after a comma where
+/// `comma` or it is not the first), then `tail`: `entry` escaped once, however often it is
+/// repeated.
+fn escaped(head: &str, comma: bool, entry: &str, missing: u64, tail: &str) -> String {
+    let mut once = String::with_capacity(entry.len() + 8);
+    push_escaped(&mut once, entry);
+    let repeats = usize::try_from(missing).unwrap_or(0);
+    let mut value = String::with_capacity(head.len() + 4 + repeats * (once.len() + 1));
+    value.push('"');
+    push_escaped(&mut value, head);
+    for at in 0..missing {
+        if at > 0 || comma {
             value.push(',');
         }
-        value.push_str(ours);
+        value.push_str(&once);
     }
-    Some(value)
+    push_escaped(&mut value, tail);
+    value.push('"');
+    value
 }
 
 /// `[{"name": "...", "namespace": "..."}]`: the text is kept byte for byte and our objects are
@@ -100,15 +115,13 @@ fn merge_json(
         ),
         None => format!(r#"{{"name":{}}}"#, render_string(name)),
     };
-    let mut value = head.to_string();
-    for i in 0..missing {
-        if i > 0 || !entries.is_empty() {
-            value.push(',');
-        }
-        value.push_str(&entry);
-    }
-    value.push(']');
-    Ok(Some(value))
+    Ok(Some(escaped(
+        head,
+        !entries.is_empty(),
+        &entry,
+        missing,
+        "]",
+    )))
 }
 
 /// An entry's string field; `None` when absent or not a string.
@@ -121,6 +134,17 @@ mod tests {
     use super::*;
 
     use std::borrow::Cow;
+
+    /// The new value itself, decoded from [`annotation`]'s text.
+    fn merge(
+        existing: Option<&str>,
+        network: &Network<'_>,
+        resource: &str,
+        wanted: u64,
+    ) -> Result<Option<String>, Rejection> {
+        let text = annotation(existing, network, resource, wanted)?;
+        Ok(text.map(|text| serde_json::from_str(&text).expect("a JSON string")))
+    }
 
     const SRIOV: &Network<'static> = &Network(Cow::Borrowed("network-operator/sriov-net"));
     const RESOURCE: &str = "nvidia.com/mlnxnics";

@@ -2,7 +2,7 @@
 //! in a fixed order, written on the pod under the settings' `recordAnnotation` and sent as the
 //! answer's audit annotation [`AUDIT_KEY`]. Written by hand, as the rest of the policy's text is.
 
-use crate::fragment::push_string;
+use crate::fragment::{is_plain, push_escaped, push_string, render_string};
 use crate::placement::Source;
 
 /// The audit annotation's key: without a domain, since the API server stores it as
@@ -33,52 +33,102 @@ impl Record<'_> {
     /// `{"policy":…,"cloud":…,"fabric":…,"device":…|null,"machine":{"name":…,"from":"<field>
     /// <label>"}|null,"containers":{"<name>":{"devices":N}|{},…}}`.
     pub fn json(&self) -> String {
-        let mut out = String::with_capacity(160);
-        out.push_str(concat!(r#"{"policy":""#, env!("CARGO_PKG_VERSION"), "\""));
+        let mut text = Text {
+            out: String::with_capacity(256),
+            nested: false,
+        };
+        self.write(&mut text);
+        text.out
+    }
+
+    /// The JSON text of a string holding [`Record::json`]: the annotation's value and the audit
+    /// annotation's, escaped as it is written rather than afterwards.
+    pub fn annotation(&self) -> String {
+        let mut text = Text {
+            out: String::with_capacity(320),
+            nested: true,
+        };
+        text.out.push('"');
+        self.write(&mut text);
+        text.out.push('"');
+        text.out
+    }
+
+    fn write(&self, text: &mut Text) {
+        text.raw(concat!(r#"{"policy":""#, env!("CARGO_PKG_VERSION"), "\""));
         for (key, value) in [
             (r#","cloud":"#, Some(self.cloud)),
             (r#","fabric":"#, Some(self.fabric)),
             (r#","device":"#, self.device),
         ] {
-            out.push_str(key);
+            text.raw(key);
             match value {
-                Some(value) => push_string(&mut out, value),
-                None => out.push_str("null"),
+                Some(value) => text.string(value),
+                None => text.raw("null"),
             }
         }
         match self.machine {
             Some((name, from)) => {
-                out.push_str(r#","machine":{"name":"#);
-                push_string(&mut out, name);
+                text.raw(r#","machine":{"name":"#);
+                text.string(name);
                 // The field and label are the policy's own, plain text.
                 for part in [r#","from":""#, from.field, " ", from.label, "\"}"] {
-                    out.push_str(part);
+                    text.raw(part);
                 }
             }
-            None => out.push_str(r#","machine":null"#),
+            None => text.raw(r#","machine":null"#),
         }
-        out.push_str(r#","containers":{"#);
+        text.raw(r#","containers":{"#);
         for (at, wired) in self.containers.iter().enumerate() {
             if at > 0 {
-                out.push(',');
+                text.raw(",");
             }
-            push_string(&mut out, &wired.name);
-            out.push_str(":{");
+            text.string(&wired.name);
+            text.raw(":{");
             match (&wired.claim, wired.devices) {
                 (Some(claim), _) => {
-                    out.push_str(r#""claim":"#);
-                    push_string(&mut out, claim);
+                    text.raw(r#""claim":"#);
+                    text.string(claim);
                 }
                 (None, Some(devices)) => {
-                    out.push_str(r#""devices":"#);
-                    out.push_str(&devices.to_string());
+                    text.raw(r#""devices":"#);
+                    text.raw(&devices.to_string());
                 }
                 (None, None) => {}
             }
-            out.push('}');
+            text.raw("}");
         }
-        out.push_str("}}");
-        out
+        text.raw("}}");
+    }
+}
+
+/// The record's text as it is written: JSON, or JSON inside a JSON string (`nested`), where
+/// every quote and backslash of the JSON is escaped once more.
+struct Text {
+    out: String,
+    nested: bool,
+}
+
+impl Text {
+    /// JSON text of the policy's own: punctuation, keys, numbers.
+    fn raw(&mut self, json: &str) {
+        match self.nested {
+            true => push_escaped(&mut self.out, json),
+            false => self.out.push_str(json),
+        }
+    }
+
+    /// A JSON string: the pod's names are the user's, escaped once (twice when nested).
+    fn string(&mut self, value: &str) {
+        match (self.nested, is_plain(value)) {
+            (false, _) => push_string(&mut self.out, value),
+            (true, true) => {
+                for part in ["\\\"", value, "\\\""] {
+                    self.out.push_str(part);
+                }
+            }
+            (true, false) => push_escaped(&mut self.out, &render_string(value)),
+        }
     }
 }
 
@@ -119,6 +169,8 @@ mod tests {
         );
         let parsed: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(parsed["containers"]["o\"dd"], json!({"devices": 0}));
+        // Written as the JSON text of a string, it is that string's serde_json text.
+        assert_eq!(record.annotation(), serde_json::to_string(&text).unwrap());
 
         let none = Record {
             cloud: "gcp",
@@ -131,6 +183,10 @@ mod tests {
                 claim: None,
             }],
         };
+        assert_eq!(
+            none.annotation(),
+            serde_json::to_string(&none.json()).unwrap()
+        );
         assert_eq!(
             none.json(),
             r#"{"policy":"0.1.0","cloud":"gcp","fabric":"tcpxo","device":null,"machine":null,"containers":{"t":{}}}"#
@@ -148,6 +204,10 @@ mod tests {
                 claim: Some("efa".into()),
             }],
         };
+        assert_eq!(
+            claimed.annotation(),
+            serde_json::to_string(&claimed.json()).unwrap()
+        );
         assert_eq!(
             claimed.json(),
             r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":null,"containers":{"t":{"claim":"efa"}}}"#

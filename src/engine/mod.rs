@@ -7,7 +7,7 @@ mod claim;
 mod container;
 
 use crate::error::{Rejection, malformed};
-use crate::fragment::{Block, render_string};
+use crate::fragment::Block;
 use crate::lenient::{Entry, Loose, read};
 use crate::machine::{self, Machine};
 use crate::merge::{
@@ -316,7 +316,7 @@ fn apply<'a>(
                 .map(|(name, from)| (name.as_ref(), *from)),
             containers: &wired,
         };
-        outcome.record = Some(render_string(&record.json()));
+        outcome.record = Some(record.annotation());
     }
     outcome.references = preflight::references(profile, &present, devices, claim_template);
     Ok(outcome)
@@ -388,8 +388,8 @@ fn annotate(
         })?),
     };
     let resource = profile.device.as_ref().map_or("", |d| &d.resource);
-    if let Some(value) = multus::merge(existing.as_deref(), network, resource, devices)? {
-        annotations.insert(multus::ANNOTATION, Node::New(render_string(&value).into()));
+    if let Some(value) = multus::annotation(existing.as_deref(), network, resource, devices)? {
+        annotations.insert(multus::ANNOTATION, Node::New(value.into()));
         changed = true;
     }
     Ok(changed)

@@ -319,14 +319,20 @@ impl Reader {
                     continue;
                 }
             };
-            // Kept sorted as it is built; a repeated name replaces the earlier value.
+            // Kept sorted as it is built; a repeated name replaces the earlier value. Names
+            // usually come sorted already (a serde_json map writes its keys so): one comparison.
             let change = EnvChange {
                 name: name.clone(),
                 value,
             };
-            match changes.binary_search_by(|c| c.name.cmp(&change.name)) {
-                Ok(at) => changes[at] = change,
-                Err(at) => changes.insert(at, change),
+            match changes.last() {
+                Some(last) if last.name >= change.name => {
+                    match changes.binary_search_by(|c| c.name.cmp(&change.name)) {
+                        Ok(at) => changes[at] = change,
+                        Err(at) => changes.insert(at, change),
+                    }
+                }
+                _ => changes.push(change),
             }
         }
         changes
