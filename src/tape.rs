@@ -277,7 +277,9 @@ impl<'a> Tape<'a> {
         deserializer: D,
         lazy: &'static [&'static str],
     ) -> Result<Tape<'a>, D::Error> {
-        let mut nodes = Vec::new();
+        // Room for typical settings (a block, a few keys and an env map): the tape grows by
+        // copying every node.
+        let mut nodes = Vec::with_capacity(64);
         Push {
             nodes: &mut nodes,
             key: None,

@@ -365,7 +365,12 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let Member::Object(shape) = self.member else {
             return Err(self.wrong());
         };
-        let mut object = Object::of(shape);
+        // Room for a typical object's members: growing one member at a time copies them again
+        // and again (a pod's objects have a handful to a dozen).
+        let mut object = Object {
+            members: Vec::with_capacity(8),
+            shape,
+        };
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let value = match shape.member(&key.0) {
                 Some(member) => map.next_value_seed(Seed {
