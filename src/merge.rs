@@ -186,23 +186,44 @@ pub fn add_env(
 
 /// Adds each mount whose path and volume are both unused in the container: a user's own
 /// `/dev/shm` stays, whatever volume backs it. Returns the volumes it mounted.
-pub fn add_mounts(
+pub fn add_mounts<'m, 'a>(
     container: &mut Object<'_>,
-    mounts: &Block<'_, Mount>,
-) -> Result<Vec<&'static str>, Rejection> {
+    mounts: &Block<'m, Mount<'a>>,
+) -> Result<Mounted<'m, 'a>, Rejection> {
     let existing = items::<Entry<'_>>(container, "volumeMounts")?;
     let free = |mount: &Mount| {
         !existing.iter().any(|m| {
             m.name.as_str() == Some(mount.volume) || m.mount_path.as_str() == Some(&mount.path)
         })
     };
-    let mounted = mounts
-        .items()
-        .filter(|mount| free(mount))
-        .map(|mount| mount.volume)
-        .collect();
+    let mut done = Mounted::default();
+    for mount in mounts.items() {
+        if free(mount) {
+            done.volumes.push(mount.volume);
+            continue;
+        }
+        // The container's own mount at our path, of another volume (one of our volume's name is
+        // ours, wherever the user put it).
+        let theirs = existing.iter().find(|m| {
+            m.mount_path.as_str() == Some(&mount.path) && m.name.as_str() != Some(mount.volume)
+        });
+        if let Some(theirs) = theirs {
+            let name = theirs.name.as_str().unwrap_or("a volume without a name");
+            done.shadowed.push((name.to_string(), mount));
+        }
+    }
     append(container, "volumeMounts", mounts.text_of(free))?;
-    Ok(mounted)
+    Ok(done)
+}
+
+/// What [`add_mounts`] did to a container.
+#[derive(Debug, Default)]
+pub struct Mounted<'m, 'a> {
+    /// The volumes it mounted.
+    pub volumes: Vec<&'static str>,
+    /// Each mount it left out because the container mounts another volume at its path: that
+    /// volume's name, and ours.
+    pub shadowed: Vec<(String, &'m Mount<'a>)>,
 }
 
 /// A capability as the kubelet reads it: case-insensitive, with or without `CAP_`.
@@ -326,7 +347,7 @@ pub(crate) mod tests {
     fn nothing_to_add_creates_nothing() {
         let (results, c) = changed(json!({"env": null}), |c| {
             (
-                add_mounts(c, &Block::new([])).unwrap(),
+                add_mounts(c, &Block::new([])).unwrap().volumes,
                 add_capabilities(c, &[]).unwrap(),
             )
         });
@@ -344,12 +365,20 @@ pub(crate) mod tests {
         let ours = Block::new([&shm, &topo]);
         let user = json!({"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/topo"}]});
         let (mounted, c) = changed(user.clone(), |c| add_mounts(c, &ours).unwrap());
-        assert!(mounted.is_empty());
+        assert!(mounted.volumes.is_empty());
+        // Another volume at our path is told; our volume at another path is the user's choice.
+        let shadowed: Vec<_> = mounted
+            .shadowed
+            .iter()
+            .map(|(theirs, ours)| (theirs.as_str(), ours.volume))
+            .collect();
+        assert_eq!(shadowed, [("dshm", "nv-shared-memory")]);
         assert_eq!(c, user);
         let (mounted, c) = changed(json!({"volumeMounts": []}), |c| {
             add_mounts(c, &ours).unwrap()
         });
-        assert_eq!(mounted, ["nv-shared-memory", "nccl-topo"]);
+        assert_eq!(mounted.volumes, ["nv-shared-memory", "nccl-topo"]);
+        assert!(mounted.shadowed.is_empty());
         assert_eq!(
             c["volumeMounts"],
             json!([{"name": "nv-shared-memory", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/etc/nccl", "readOnly": true}])

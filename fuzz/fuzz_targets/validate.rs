@@ -3,14 +3,31 @@
 //! payloads it has read itself (with serde_json), and for those the answer must also be one it can
 //! read back as a value: the policy copies the pod's text it does not change, so a number
 //! serde_json refuses (`1e400`) in a payload it could never have sent comes back as it came.
+//! The pod read from the request's own text, where the first pass finds it, is the pod read from
+//! the whole payload.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use multinode_networking_policy::admission;
+use multinode_networking_policy::{admission, engine, lenient, peek, view};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(envelope) = lenient::read::<peek::Envelope<'_>>(text)
+        && let Some(request) = envelope.request_text(text)
+    {
+        let written = |read: Result<view::Object<'_>, _>| {
+            read.map(|pod| {
+                let mut out = Vec::new();
+                pod.write(&mut out);
+                out
+            })
+        };
+        let whole = written(view::read_object(text, &engine::POD));
+        let within = written(view::read_request_object(text, Some(request), &engine::POD));
+        assert_eq!(whole, within, "the request's text {request}");
+    }
     let answer = admission::validate(data);
     serde_json::from_slice::<&RawValue>(&answer)
         .expect("validate answered something that is not JSON text");

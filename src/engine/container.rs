@@ -35,6 +35,9 @@ pub(super) struct ContainerDone {
     pub(super) devices: u64,
     /// The volumes the policy mounted in it.
     pub(super) mounted: Vec<&'static str>,
+    /// Each of our mounts left out because the container mounts another volume at its path:
+    /// that volume's name, ours, and the path.
+    pub(super) shadowed: Vec<(String, &'static str, String)>,
     /// It requests the device its claim stands for.
     pub(super) twice: bool,
 }
@@ -167,8 +170,13 @@ pub(super) fn inject_container(
         changed |= default_cpu(container, cpu)?;
     }
     changed |= add_env(container, &additions.env)?;
-    let mounted = add_mounts(container, &additions.mounts)?;
-    changed |= !mounted.is_empty();
+    let mounts = add_mounts(container, &additions.mounts)?;
+    changed |= !mounts.volumes.is_empty();
+    let shadowed = mounts
+        .shadowed
+        .into_iter()
+        .map(|(theirs, ours)| (theirs, ours.volume, ours.path.to_string()))
+        .collect();
     if profile.harden {
         changed |= harden(container, seccomp_set, &profile.capabilities)?;
     }
@@ -176,7 +184,8 @@ pub(super) fn inject_container(
     Ok(ContainerDone {
         changed,
         devices,
-        mounted,
+        mounted: mounts.volumes,
+        shadowed,
         twice,
     })
 }

@@ -217,6 +217,7 @@ fn apply<'a>(
 
     let mut devices: u64 = 0;
     let mut mounted = Vec::new();
+    let mut shadowed = Vec::new();
     let mut wired = Vec::with_capacity(gpu_containers.len());
     expect_read(spec, "containers", Read::List);
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
@@ -239,6 +240,7 @@ fn apply<'a>(
         }
         devices = devices.saturating_add(done.devices);
         mounted.extend(done.mounted);
+        shadowed.extend(done.shadowed.into_iter().map(|s| (name.clone(), s)));
         wired.push(Wired {
             name,
             devices: profile.device.as_ref().map(|_| done.devices),
@@ -293,6 +295,9 @@ fn apply<'a>(
         let added = add_sidecar(spec, sidecar, &conflicts, &mut mounted)?;
         if added {
             outcome.warnings.extend(sidecar.outdated_probe());
+            outcome
+                .warnings
+                .extend(unshared(sidecar, &profile.volumes, &shadowed));
         }
         outcome.changed |= added;
     }
@@ -320,6 +325,34 @@ fn apply<'a>(
     }
     outcome.references = preflight::references(profile, &present, devices, claim_template);
     Ok(outcome)
+}
+
+/// The warnings for GPU containers that mount a volume of their own where the policy's sidecar
+/// shares an emptyDir with them (TCPX's socket directory at `/tmp`): with the user's mount kept,
+/// the container and the daemon the policy adds do not share it, and NCCL cannot reach the
+/// daemon. (A hostPath is the node's wherever it is mounted; a pod that brings its own daemon
+/// gets none of the policy's, and no warning.)
+fn unshared(
+    sidecar: &Sidecar<'_>,
+    volumes: &[Volume<'_>],
+    shadowed: &[(String, (String, &'static str, String))],
+) -> Vec<String> {
+    let shared = |ours: &str| {
+        sidecar.mounts.iter().any(|m| m.volume == ours)
+            && volumes
+                .iter()
+                .any(|v| v.name == ours && v.source == crate::profile::Source::Scratch)
+    };
+    shadowed
+        .iter()
+        .filter(|(_, (_, ours, _))| shared(ours))
+        .map(|(container, (theirs, ours, path))| {
+            format!(
+                "multi-node networking: container {container} mounts {theirs} at {path}, where the {} sidecar shares {ours} with it; kept the container's mount, so NCCL in it cannot reach the daemon: mount {theirs} at another path",
+                sidecar.name
+            )
+        })
+        .collect()
 }
 
 /// Appends the sidecar to `spec.initContainers` unless a container has its name, and records the
