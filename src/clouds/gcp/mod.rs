@@ -60,7 +60,7 @@ const MACHINES: &[Machine] = &[
         .with(r#"{"fabric":"rdma"}"#)
         .nvlink()
         .dra_only(
-            "an A4X Max node gets its RDMA NICs only through GKE managed DRANET (DeviceClass mrdma.google.com), which the pod's own resource claims must request",
+            "an A4X Max node gets its RDMA NICs only through GKE managed DRANET (DeviceClass mrdma.google.com), which the pod's own resource claims must request, or the policy's: set gcp.rdma.deviceClaim (examples/settings/vendor/gcp-dranet.yaml)",
             &[rdma::GIB_VOLUME],
         ),
 ];
