@@ -45,12 +45,21 @@ fn other_value(variable: &str) -> Option<Value> {
             json!("us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21")
         }
         "gcp.daemonFlags" => json!(["--num_hops=2"]),
+        "gcp.daemonStartupProbe" => json!(true),
+        "aws.pinTransport" | "azure.pinTransport" | "gcp.pinTransport" | "oci.pinTransport" => {
+            json!(true)
+        }
         "oci.rdmaDevicesPerGPU" => json!(4),
         "oci.resourceName" => json!("nvidia.com/rdma-vf"),
         "oci.network" => json!("default/rdma-vf"),
         "triggerAnnotation" => json!("example.com/multi-node-networking"),
         "ownerKinds" => json!(["PyTorchJob"]),
         "ownerApiGroups" => json!(["kubeflow.org"]),
+        // The example pod carries this annotation set to "true" (see `pod`).
+        "optOutAnnotation" => json!(OTHER_OPT_OUT),
+        // The example pod asks for nvidia.com/gpu only.
+        "gpuResources" => json!(["amd.com/gpu"]),
+        "recordAnnotation" => json!(""),
         _ => return None,
     })
 }
@@ -114,9 +123,15 @@ fn cloud_of(variable: &str) -> &'static str {
         .unwrap_or("aws")
 }
 
-/// The example worker pod, without a cpu request, so that AWS's cpuRequest applies to it.
+/// An annotation the example pod carries, set to "true", which opts it out only when the
+/// settings name it.
+const OTHER_OPT_OUT: &str = "example.com/no-multi-node-networking";
+
+/// The example worker pod, without a cpu request, so that AWS's cpuRequest applies to it, and
+/// with [`OTHER_OPT_OUT`].
 fn pod() -> Value {
     let mut pod = yaml(&repo_root().join("examples/pod.yaml"));
+    pod["metadata"]["annotations"][OTHER_OPT_OUT] = json!("true");
     pod["spec"]["containers"][0]["resources"]["requests"]
         .as_object_mut()
         .expect("the example pod has requests")
