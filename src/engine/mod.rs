@@ -341,7 +341,7 @@ fn unshared(
         sidecar.mounts.iter().any(|m| m.volume == ours)
             && volumes
                 .iter()
-                .any(|v| v.name == ours && v.source == crate::profile::Source::Scratch)
+                .any(|v| v.name == ours && matches!(v.source, crate::profile::Source::Scratch))
     };
     shadowed
         .iter()
