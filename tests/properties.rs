@@ -213,7 +213,7 @@ fn place(
     }
 }
 
-/// The GPU resources pods ask for: NVIDIA's, AMD's (counted by default, issue 16) and one that
+/// The GPU resources pods ask for: NVIDIA's, AMD's (counted by default) and one that
 /// only settings naming it in `gpuResources` count.
 const GPU_RESOURCES: &[&str] = &["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/xe"];
 /// What `gpuResources` counts when the settings do not say (behaviour.md §1.3).
@@ -606,7 +606,7 @@ fn annotations_part() -> impl Strategy<Value = AnnotationPlan> {
         )
 }
 
-/// Instance types of each cloud: built-in rows (the chart era's and issue 16's, among them 4-GPU,
+/// Instance types of each cloud: built-in rows (the chart era's and the later machines', among them 4-GPU,
 /// AMD and DRA-only machines) and types no row knows. A pod mostly names its settings' cloud's
 /// types, sometimes any cloud's (unknown to its own).
 const AWS_TYPES: &[&str] = &[
@@ -1417,7 +1417,7 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                 1 => (1u64..=2).prop_map(|n| Some(("rdmaDevicesPerContainer", n.into()))),
             ],
             proptest::option::of(select(&["hca_shared_devices_a", "ib", "shared_ib"][..])),
-            // `null` and "" turn the topology file off (issue 16).
+            // `null` and "" turn the topology file off.
             proptest::option::of(select(vec![json!("nccl-topo"), json!("nccl-topo-h100"), json!(""), Value::Null])),
             common("azure"),
         )
@@ -2367,14 +2367,14 @@ fn the_generators_produce_the_cases_the_properties_are_about() {
     ] {
         at_least_share(&counts, SAMPLE, what, at_least);
     }
-    // Issue 16's inputs and outcomes, in per mille, bounds well under today's: pods asking for
+    // The fabrics' and machines' inputs and outcomes, in per mille, bounds well under today's: pods asking for
     // amd.com/gpu 557‰, settings with gpuResources 309‰, pods naming a GKE accelerator 212‰,
     // with spec.resourceClaims 216‰, GCP blocks with fabric keys 341‰, rows setting more than
     // counts 372‰; each GCP fabric injected (TCPXO 45‰, TCPX 20‰, RDMA 49‰); the warnings of
     // candidates of different fabrics 14‰, of A4X Max 14‰, of an NVLink machine without a
-    // claim 9‰, of a pod smaller than its whole-node fabric 79‰. Issue 17's: settings with a
+    // claim 9‰, of a pod smaller than its whole-node fabric 79‰. DRA claims: settings with a
     // deviceClaim 296‰, a claim added 76‰, the fabric claimed by the pod already 5‰ (the A4X Max
-    // warning fell to 4‰: a GCP claim for RDMA wires that machine). Issue 18's: settings with the
+    // warning fell to 4‰: a GCP claim for RDMA wires that machine). The record's: settings with the
     // record off 88‰, under another key 102‰; TCPXO daemons with the startup probe 7‰. (Measured
     // on each branch before they were merged.)
     for (what, at_least) in [
@@ -2929,7 +2929,7 @@ fn regression_the_sidecar_does_not_mount_a_conflicting_volume() {
 
 /// `gpuResources` naming a resource twice was accepted at load, and each GPU was then counted
 /// twice: an 8-GPU pod on a p5.48xlarge (32 EFA for 8 GPUs) got 64 EFA and a warning that it
-/// could not be scheduled. Found while teaching the generators `gpuResources` (issue 16); fixed:
+/// could not be scheduled. Found while teaching the generators `gpuResources` ; fixed:
 /// a name counts once.
 #[test]
 fn regression_duplicate_gpu_resources_count_gpus_once() {

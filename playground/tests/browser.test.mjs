@@ -285,7 +285,7 @@ for (const [cloud, rows] of Object.entries(RECORDS)) {
   });
 }
 
-// Issue 16's example pods: a worker per new GCP fabric through the chart's GCP block (the machine,
+// The example pods of the GCP fabrics: a worker per new GCP fabric through the chart's GCP block (the machine,
 // named by its GPU model or instance type, picks the fabric), and AMD GPUs on Azure.
 const MACHINES = [
   {

@@ -638,7 +638,7 @@ fn cases() -> Result<Vec<Case>> {
             "NetworkAttachmentDefinition",
             Some("network-operator"),
         ),
-        // Issue 16's fabrics and GPUs, through the same example settings as their cloud's worker
+        // The GCP fabrics and AMD GPUs, through the same example settings as their cloud's worker
         // above: the chart's GCP block, whose A3 Ultra pod gets RDMA by its machine.
         case(
             "8-GPU worker on A3 Ultra, GPUDirect-RDMA (JobSet)",
@@ -658,7 +658,7 @@ fn cases() -> Result<Vec<Case>> {
             mi300x_worker(),
             Expect::Mutate,
         )?,
-        // Issue 17: the fabric through a DRA claim, with the vendor files that name one.
+        // The fabric through a DRA claim, with the vendor files that name one.
         Case {
             name: "8-GPU worker, EFA through a DRA claim (Kubeflow PyTorchJob)".to_string(),
             cloud: "aws, DRA",

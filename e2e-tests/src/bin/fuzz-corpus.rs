@@ -51,7 +51,7 @@ fn main() -> Result<()> {
     for (_, case) in cases::load::<SettingsCase>(&root.join("settings-cases"))? {
         written += write(&out.join("validate_settings"), &case.payload())?;
     }
-    // Issue 16's inputs crossed: every fabric, GPU resource and row-as-overlay setting below with
+    // The fabrics', machines' and GPU resources' inputs crossed: every fabric, GPU resource and row-as-overlay setting below with
     // pods that name each kind of machine, so that the fuzzer starts from pairs the e2e cases hold
     // only one by one (an RDMA block with an A4X pod, a TCPX row with several candidates).
     for settings in issue_16_settings() {
@@ -96,7 +96,7 @@ fn write(dir: &Path, bytes: &[u8]) -> Result<usize> {
     Ok(1)
 }
 
-/// Settings of issue 16: GCP's fabrics and their blocks, rows that pick a fabric or set a cloud's
+/// Settings of the fabrics and machines: GCP's fabrics and their blocks, rows that pick a fabric or set a cloud's
 /// keys, `gpuResources`, Azure's topology file turned off.
 fn issue_16_settings() -> Vec<Value> {
     vec![
@@ -122,7 +122,7 @@ fn issue_16_settings() -> Vec<Value> {
     ]
 }
 
-/// Pods naming machines every way issue 16 reads them: GKE accelerators (known, fabric-only,
+/// Pods naming machines every way the policy reads them: GKE accelerators (known, fabric-only,
 /// unknown, several), instance types, AMD GPUs, resource claims.
 fn issue_16_pods() -> Vec<Value> {
     let mut pods = vec![a3_ultra_worker(), a3_high_worker(), mi300x_worker()];
