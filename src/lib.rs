@@ -39,6 +39,7 @@ pub mod engine;
 pub mod error;
 pub mod fragment;
 pub mod k8s_names;
+pub mod layers;
 pub mod lenient;
 pub mod machine;
 pub mod merge;

@@ -6,9 +6,9 @@ use std::borrow::Cow;
 
 use crate::clouds::{ACCELERATOR_LABEL, Fabric};
 use crate::error::Rejection;
+use crate::layers::Overlay;
 use crate::merge::{Read, expect_read};
 use crate::placement::{INSTANCE_TYPE_LABELS, Source, labelled};
-use crate::settings::overlay::Overlay;
 use crate::settings::{CloudSettings, Row};
 use crate::view::Object;
 
@@ -52,8 +52,8 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
         for label in models {
             match cloud.accelerators.iter().find(|a| a.label == label) {
                 Some(accelerator) => match accelerator.machine {
-                    Some(machine) => names.push(Cow::Borrowed(machine)),
-                    None => fabric_only.push(cloud.fabric(accelerator.fabric)),
+                    Some(machine) => names.push(Cow::Borrowed(machine.name)),
+                    None => fabric_only.push(Some(accelerator.fabric)),
                 },
                 // A GPU model the policy does not know: the pod may land where nothing is known.
                 None => fabric_only.push(None),

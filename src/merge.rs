@@ -15,7 +15,8 @@ use serde_json::value::RawValue;
 use crate::error::{Rejection, malformed};
 use crate::fragment::{Block, joined, render_string};
 use crate::lenient::{Entry, Items, Lenient, Loose, Text, read};
-use crate::profile::{EnvVar, Mount};
+use crate::profile::{EnvVar, Mount, Volume};
+use crate::tape::{Tape, Value};
 use crate::view::{Member, Node, Object, Shape};
 
 /// How the engine reads a member, which must be how the view's shape reads it: a key read as an
@@ -294,6 +295,43 @@ pub fn set_if_absent<'a>(
     }
 }
 
+/// Whether a pod volume (its JSON text) is `ours` under the same name, reading the API server's
+/// defaults (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
+pub fn same_volume(ours: &Volume<'_>, pod_volume: &str) -> bool {
+    let ours = ours.text();
+    let (Ok(theirs), Ok(ours)) = (read::<Tape<'_>>(pod_volume), read::<Tape<'_>>(&ours)) else {
+        return false;
+    };
+    theirs
+        .root()
+        .same_members(&ours.root(), &|source, theirs, ours| match (theirs, ours) {
+            (Some(theirs), Some(ours)) => {
+                theirs.same_members(&ours, &|field, a, b| {
+                    let defaulted = |v: &Value<'_, '_>| is_default(source, field, v);
+                    same_member(a.filter(|v| !defaulted(v)), b.filter(|v| !defaulted(v)))
+                }) || theirs.same(&ours)
+            }
+            _ => false,
+        })
+}
+
+/// The API server's defaults for a volume source's fields, which read as their absence.
+fn is_default(source: &str, field: &str, value: &Value<'_, '_>) -> bool {
+    match (source, field) {
+        ("hostPath", "type") => value.as_str().is_some_and(|t| t.is_empty()),
+        ("configMap", "defaultMode") => value.as_number().and_then(|n| n.as_u64()) == Some(420),
+        _ => false,
+    }
+}
+
+/// One key's members of two objects: equal, or both absent.
+fn same_member(a: Option<Value<'_, '_>>, b: Option<Value<'_, '_>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.same(&b),
+        (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -459,5 +497,74 @@ pub(crate) mod tests {
         });
         assert_eq!(results, (false, true));
         assert_eq!(m, json!({"a": 1, "b": 2}));
+    }
+
+    fn config_map(name: &'static str, config_map: &'static str) -> Volume<'static> {
+        Volume {
+            name,
+            source: crate::profile::Source::ConfigMap {
+                name: Cow::Borrowed(config_map),
+            },
+        }
+    }
+
+    #[test]
+    fn defaults_the_api_server_fills_in_compare_equal() {
+        let topo = config_map("nccl-topo", "nccl-topo");
+        assert!(same_volume(
+            &topo,
+            &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo"}}).to_string()
+        ));
+        assert!(same_volume(
+            &topo,
+            &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}})
+                .to_string()
+        ));
+        assert!(!same_volume(
+            &topo,
+            &json!({"name": "nccl-topo", "configMap": {"name": "other"}}).to_string()
+        ));
+        assert!(!same_volume(
+            &topo,
+            &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 256}})
+                .to_string()
+        ));
+
+        let sys = Volume::host_path("nvtcpxo-sys", "/sys", None);
+        assert!(same_volume(
+            &sys,
+            &json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": ""}}).to_string()
+        ));
+        assert!(!same_volume(
+            &sys,
+            &json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": "Directory"}})
+                .to_string()
+        ));
+        let shm = Volume {
+            name: "nv-shared-memory",
+            source: crate::profile::Source::Memory,
+        };
+        assert!(!same_volume(&shm, &json!({"name": "nv-shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}).to_string()));
+        // The pod's text, as the request has it: any member order, repeated keys (the last
+        // counts), and nothing more or less than ours.
+        assert!(same_volume(
+            &sys,
+            r#"{"hostPath": {"type": "", "path": "/sys"}, "name": "nvtcpxo-sys"}"#
+        ));
+        assert!(same_volume(
+            &sys,
+            r#"{"name": "x", "hostPath": {"path": "/tmp"}, "name": "nvtcpxo-sys", "hostPath": {"path": "/sys"}}"#
+        ));
+        assert!(!same_volume(
+            &sys,
+            r#"{"name": "nvtcpxo-sys", "hostPath": {"path": "/sys"}, "x": 1}"#
+        ));
+        assert!(!same_volume(&sys, r#"{"name": "nvtcpxo-sys"}"#));
+        assert!(!same_volume(&sys, "not json"));
+        let empty = Volume::host_path("e", "", None);
+        assert!(same_volume(
+            &empty,
+            r#"{"name": "e", "hostPath": {"path": ""}}"#
+        ));
     }
 }

@@ -4,8 +4,6 @@
 
 use std::borrow::Cow;
 
-use crate::tape::{Tape, Value as TapeValue};
-
 use crate::fragment::{Fragment, push_joined, push_string, push_strings};
 use crate::ratio::Ratio;
 
@@ -451,31 +449,6 @@ impl Volume<'static> {
 }
 
 impl Volume<'_> {
-    /// Whether a pod volume of the same name is this volume, reading the API server's defaults
-    /// (`hostPath.type: ""`, `configMap.defaultMode: 420`) as equal to their absence.
-    pub fn same_as(&self, pod_volume: &str) -> bool {
-        let ours = self.text();
-        let (Ok(theirs), Ok(ours)) = (
-            crate::lenient::read::<Tape<'_>>(pod_volume),
-            crate::lenient::read::<Tape<'_>>(&ours),
-        ) else {
-            return false;
-        };
-        theirs
-            .root()
-            .same_members(&ours.root(), &|source, theirs, ours| match (theirs, ours) {
-                (Some(theirs), Some(ours)) => {
-                    theirs.same_members(&ours, &|field, a, b| {
-                        let defaulted = |v: &TapeValue<'_, '_>| is_default(source, field, v);
-                        same_member(a.filter(|v| !defaulted(v)), b.filter(|v| !defaulted(v)))
-                    }) || theirs.same(&ours)
-                }
-                _ => false,
-            })
-    }
-}
-
-impl Volume<'_> {
     /// The pod's `volumes` entry, as JSON text.
     pub fn text(&self) -> String {
         let mut text = String::with_capacity(96);
@@ -502,23 +475,6 @@ impl Volume<'_> {
         }
         text.push('}');
         text
-    }
-}
-
-/// The API server's defaults for a volume source's fields, which read as their absence.
-fn is_default(source: &str, field: &str, value: &TapeValue<'_, '_>) -> bool {
-    match (source, field) {
-        ("hostPath", "type") => value.as_str().is_some_and(|t| t.is_empty()),
-        ("configMap", "defaultMode") => value.as_number().and_then(|n| n.as_u64()) == Some(420),
-        _ => false,
-    }
-}
-
-/// One key's members of two objects: equal, or both absent.
-fn same_member(a: Option<TapeValue<'_, '_>>, b: Option<TapeValue<'_, '_>>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a.same(&b),
-        (a, b) => a.is_none() && b.is_none(),
     }
 }
 
@@ -647,49 +603,6 @@ mod tests {
                 "volumeMounts": [{"name": "lib", "mountPath": "/lib", "readOnly": true}],
             })
         );
-    }
-
-    #[test]
-    fn defaults_the_api_server_fills_in_compare_equal() {
-        let topo = config_map("nccl-topo", "nccl-topo");
-        assert!(topo.same_as(
-            &json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo"}}).to_string()
-        ));
-        assert!(topo.same_as(&json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 420}}).to_string()));
-        assert!(
-            !topo
-                .same_as(&json!({"name": "nccl-topo", "configMap": {"name": "other"}}).to_string())
-        );
-        assert!(!topo.same_as(&json!({"name": "nccl-topo", "configMap": {"name": "nccl-topo", "defaultMode": 256}}).to_string()));
-
-        let sys = Volume::host_path("nvtcpxo-sys", "/sys", None);
-        assert!(sys.same_as(
-            &json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": ""}}).to_string()
-        ));
-        assert!(
-            !sys.same_as(
-                &json!({"name": "nvtcpxo-sys", "hostPath": {"path": "/sys", "type": "Directory"}})
-                    .to_string()
-            )
-        );
-        let shm = Volume {
-            name: "nv-shared-memory",
-            source: Source::Memory,
-        };
-        assert!(!shm.same_as(&json!({"name": "nv-shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}).to_string()));
-        // The pod's text, as the request has it: any member order, repeated keys (the last
-        // counts), and nothing more or less than ours.
-        assert!(
-            sys.same_as(r#"{"hostPath": {"type": "", "path": "/sys"}, "name": "nvtcpxo-sys"}"#)
-        );
-        assert!(sys.same_as(
-            r#"{"name": "x", "hostPath": {"path": "/tmp"}, "name": "nvtcpxo-sys", "hostPath": {"path": "/sys"}}"#
-        ));
-        assert!(!sys.same_as(r#"{"name": "nvtcpxo-sys", "hostPath": {"path": "/sys"}, "x": 1}"#));
-        assert!(!sys.same_as(r#"{"name": "nvtcpxo-sys"}"#));
-        assert!(!sys.same_as("not json"));
-        let empty = Volume::host_path("e", "", None);
-        assert!(empty.same_as(r#"{"name": "e", "hostPath": {"path": ""}}"#));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, Param, SHARED_MEMORY_MOUNT, empty, per_gpu,
-    set_per_gpu, shared_memory,
+    Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, SHARED_MEMORY_MOUNT, empty, per_gpu,
+    per_gpu_key, shared_memory,
 };
 use crate::k8s_names::is_absolute_path;
 use crate::profile::{Device, EnvVar, Mount, Profile, Source, Volume, mount, var};
@@ -18,31 +18,27 @@ pub const AWS: Cloud = Cloud {
     accelerators: &[],
 };
 
-const EFA_FABRIC: Fabric = Fabric {
+static EFA_FABRIC: Fabric = Fabric {
     name: "efa",
     block: None,
     env_block: None,
     keys: &[
-        Key {
-            name: "efaDevicesPerGPU",
-            kind: Kind::PerGpu,
-            apply: set_per_gpu,
-        },
+        per_gpu_key("efaDevicesPerGPU"),
         Key {
             name: "efaLibraryPath",
             kind: Kind::Optional {
                 valid: is_absolute_path,
                 what: "an absolute path, or null or \"\" for no library mount",
+                set: set_library_path,
             },
-            apply: set_library_path,
         },
         Key {
             name: "cpuRequest",
             kind: Kind::Optional {
                 valid: is_quantity,
                 what: "a Kubernetes quantity such as 100m, or null or \"\" for none",
+                set: set_cpu_request,
             },
-            apply: set_cpu_request,
         },
         // The EFA DRA driver (DeviceClass efa.networking.k8s.aws), which EKS recommends for new
         // clusters on 1.34+ (awsdocs/amazon-eks-user-guide `device-management-efa`; aws/eks-charts
@@ -122,10 +118,10 @@ fn profile() -> Profile<'static> {
 }
 
 /// The library directory is mounted at the path it has on the host; off, neither is there.
-fn set_library_path<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    let path = match param {
-        Param::Text(path) => path,
-        _ => {
+fn set_library_path<'a>(profile: &mut Profile<'a>, path: Option<Cow<'a, str>>) {
+    let path = match path {
+        Some(path) => path,
+        None => {
             profile.mounts.retain(|m| m.volume != LIBRARY_VOLUME);
             profile.volumes.retain(|v| v.name != LIBRARY_VOLUME);
             return;
@@ -149,9 +145,6 @@ fn set_library_path<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
     }
 }
 
-fn set_cpu_request<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    profile.default_cpu_request = match param {
-        Param::Text(cpu) => Some(cpu),
-        _ => None,
-    };
+fn set_cpu_request<'a>(profile: &mut Profile<'a>, cpu: Option<Cow<'a, str>>) {
+    profile.default_cpu_request = cpu;
 }

@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
-    SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu, shared_memory,
+    Cloud, DEVICE_CLAIM, Fabric, Facts, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
+    SHARED_MEMORY_MOUNT, empty, per_gpu, per_gpu_key, shared_memory,
 };
 use crate::k8s_names::{is_dns1123_subdomain, is_qualified_name_part};
 use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Source, Volume, mount, var};
@@ -17,37 +17,29 @@ pub const AZURE: Cloud = Cloud {
     accelerators: &[],
 };
 
-const INFINIBAND: Fabric = Fabric {
+static INFINIBAND: Fabric = Fabric {
     name: "infiniband",
     block: None,
     env_block: None,
     keys: &[
-        Key {
-            name: "rdmaDevicesPerGPU",
-            kind: Kind::PerGpu,
-            apply: set_per_gpu,
-        },
+        per_gpu_key("rdmaDevicesPerGPU"),
         Key {
             name: "rdmaDevicesPerContainer",
-            kind: Kind::Whole { min: 1, max: 64 },
-            apply: set_per_container,
+            kind: Kind::Whole {
+                min: 1,
+                max: 64,
+                set: set_per_container,
+            },
         },
         Key {
             name: "rdmaDeviceName",
             kind: Kind::Text {
                 valid: is_qualified_name_part,
                 what: "a resource name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, so that rdma/<name> is a valid extended resource",
+                set: set_device_name,
             },
-            apply: set_device_name,
         },
-        Key {
-            name: "ncclTopologyConfigMap",
-            kind: Kind::Optional {
-                valid: is_dns1123_subdomain,
-                what: "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
-            },
-            apply: set_topology,
-        },
+        TOPOLOGY,
         // AKS managed DRANET (learn.microsoft.com/azure/aks/managed-support-for-dranet, read
         // 2026-09): the InfiniBand NICs through a claim instead of rdma/*.
         DEVICE_CLAIM,
@@ -58,6 +50,19 @@ const INFINIBAND: Fabric = Fabric {
     // NCCL's own InfiniBand transport (NVIDIA/nccl `src/transport/net_ib/common.cc`).
     transport: Some("IB"),
 };
+
+/// `ncclTopologyConfigMap`: the ConfigMap of the NCCL topology file.
+const TOPOLOGY: Key = Key {
+    name: "ncclTopologyConfigMap",
+    kind: Kind::Optional {
+        valid: is_dns1123_subdomain,
+        what: "a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
+        set: set_topology,
+    },
+};
+
+/// A machine for which Azure ships no topology file: none is mounted.
+const NO_TOPOLOGY: &[(&Fabric, &Key, Param<'static>)] = &[(&INFINIBAND, &TOPOLOGY, Param::Off)];
 
 /// The SR-IOV device plugin of Azure/aks-rdma-infiniband advertises `rdma/ib`, one unit per
 /// InfiniBand NIC (`website/docs/configurations/01-network-operator.md`).
@@ -75,14 +80,22 @@ const MACHINES: &[Machine] = &[
     // 4 GPUs, 4 × 400 Gb/s InfiniBand (Microsoft Learn, ND-GB200-v6 series); Azure ships no NCCL
     // topology file for it (azhpc-images `ndv6.sh`), so none is mounted. Multi-node NVLink.
     Machine::new("Standard_ND128isr_NDR_GB200_v6", 4, 4)
-        .with(r#"{"ncclTopologyConfigMap":null}"#)
+        .with(Facts {
+            set: NO_TOPOLOGY,
+            ..Facts::NONE
+        })
         .nvlink(),
     // AMD MI300X: `rdma/ib: 8` for `amd.com/gpu: 8`, no topology file, and the RCCL values of
     // Azure/aks-rdma-infiniband `tests/scenarios/k8s/templates/rccl-mpi-job.yaml` (2026-04-30).
-    Machine::eight_gpus("Standard_ND96isr_MI300X_v5", 8).with(concat!(
-        r#"{"ncclTopologyConfigMap":null,"#,
-        r#""env":{"NCCL_IB_DISABLE":"0","NCCL_NET_GDR_LEVEL":"SYS","RCCL_MSCCL_ENABLE":"0"}}"#
-    )),
+    Machine::eight_gpus("Standard_ND96isr_MI300X_v5", 8).with(Facts {
+        set: NO_TOPOLOGY,
+        env: &[
+            ("NCCL_IB_DISABLE", "0"),
+            ("NCCL_NET_GDR_LEVEL", "SYS"),
+            ("RCCL_MSCCL_ENABLE", "0"),
+        ],
+        ..Facts::NONE
+    }),
 ];
 
 const TOPOLOGY_VOLUME: &str = "nccl-topo";
@@ -119,21 +132,21 @@ fn profile() -> Profile<'static> {
     }
 }
 
-fn set_per_container(profile: &mut Profile<'_>, param: Param<'_>) {
-    if let (Some(device), Param::Whole(n)) = (&mut profile.device, param) {
+fn set_per_container(profile: &mut Profile<'_>, n: u64) {
+    if let Some(device) = &mut profile.device {
         device.count = DeviceCount::PerContainer(n);
     }
 }
 
-fn set_device_name<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let (Some(device), Param::Text(name)) = (&mut profile.device, param) {
+fn set_device_name<'a>(profile: &mut Profile<'a>, name: Cow<'a, str>) {
+    if let Some(device) = &mut profile.device {
         device.resource = Cow::Owned(format!("rdma/{name}"));
     }
 }
 
 /// The ConfigMap of the topology file; off, neither its volume, its mount nor `NCCL_TOPO_FILE`.
-fn set_topology<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    let Param::Text(config_map) = param else {
+fn set_topology<'a>(profile: &mut Profile<'a>, config_map: Option<Cow<'a, str>>) {
+    let Some(config_map) = config_map else {
         profile.volumes.retain(|v| v.name != TOPOLOGY_VOLUME);
         profile.mounts.retain(|m| m.volume != TOPOLOGY_VOLUME);
         profile.env.retain(|e| e.name != ENV_TOPOLOGY[0].name);

@@ -12,7 +12,7 @@ mod oci;
 use std::borrow::Cow;
 
 use crate::profile::{
-    DeviceClaim, DeviceCount, EnvChange, EnvVar, Mount, Profile, Source, Volume, mount, var,
+    DeviceClaim, DeviceCount, EnvVar, Mount, Profile, Source, Volume, mount, var,
 };
 use crate::ratio::Ratio;
 
@@ -69,9 +69,8 @@ pub struct Machine {
     /// The devices the cloud's device plugin ([`Cloud::plugin`]) advertises on one node (on GCP,
     /// the fabric's NICs); `None` where the vendor publishes no count.
     pub devices: Option<u64>,
-    /// What else the machine implies, written as an instance row of the settings writes it (JSON;
-    /// `""` for nothing): a fabric, keys of the cloud, env, capabilities.
-    pub facts: &'static str,
+    /// What else the machine implies: what a settings row for it would set.
+    pub facts: Facts,
     /// Its GPUs form a multi-node NVLink domain: a job needs a ComputeDomain's channel claim.
     pub nvlink_domain: bool,
     /// The machine gets its fabric only through DRA: without a `deviceClaim`, nothing the policy
@@ -81,6 +80,40 @@ pub struct Machine {
     pub dra_without: &'static [&'static str],
 }
 
+/// What a built-in machine implies besides its counts, as typed data: the fabric it runs, keys of
+/// the cloud's fabrics, env and capabilities, exactly what an instance row of the settings can
+/// set (behaviour.md §3.6). A settings row of the same type is laid over it key by key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    pub fabric: Option<&'static Fabric>,
+    /// Keys of the cloud's fabrics, each with its fabric and value.
+    pub set: &'static [(&'static Fabric, &'static Key, Param<'static>)],
+    /// Env values for whichever fabric, `(name, value)` sorted by name.
+    pub env: &'static [(&'static str, &'static str)],
+    /// Env values of one fabric's own block, sorted likewise.
+    pub fabric_env: Option<(&'static Fabric, &'static [(&'static str, &'static str)])>,
+    pub capabilities: &'static [&'static str],
+}
+
+impl Facts {
+    /// A machine that implies nothing beyond its counts.
+    pub const NONE: Facts = Facts {
+        fabric: None,
+        set: &[],
+        env: &[],
+        fabric_env: None,
+        capabilities: &[],
+    };
+
+    /// The machine runs `fabric`.
+    pub const fn runs(fabric: &'static Fabric) -> Facts {
+        Facts {
+            fabric: Some(fabric),
+            ..Facts::NONE
+        }
+    }
+}
+
 impl Machine {
     /// A machine of `gpus` GPUs with `devices` of the plugin's devices.
     pub const fn new(name: &'static str, gpus: u64, devices: u64) -> Machine {
@@ -88,7 +121,7 @@ impl Machine {
             name,
             gpus,
             devices: Some(devices),
-            facts: "",
+            facts: Facts::NONE,
             nvlink_domain: false,
             dra_only: None,
             dra_without: &[],
@@ -108,8 +141,8 @@ impl Machine {
         }
     }
 
-    /// With the settings `facts` (an instance row's JSON).
-    pub const fn with(self, facts: &'static str) -> Machine {
+    /// With what else it implies.
+    pub const fn with(self, facts: Facts) -> Machine {
         Machine { facts, ..self }
     }
 
@@ -140,8 +173,8 @@ pub const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Accelerator {
     pub label: &'static str,
-    pub machine: Option<&'static str>,
-    pub fabric: &'static str,
+    pub machine: Option<&'static Machine>,
+    pub fabric: &'static Fabric,
 }
 
 impl Cloud {
@@ -171,6 +204,15 @@ impl Cloud {
     }
 }
 
+/// A fabric is one `static` of its cloud's table: told apart by address.
+impl PartialEq for Fabric {
+    fn eq(&self, other: &Fabric) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for Fabric {}
+
 impl Fabric {
     pub fn key(&self, name: &str) -> Option<&'static Key> {
         self.keys.iter().find(|key| key.name == name)
@@ -182,40 +224,57 @@ impl Fabric {
 pub struct Key {
     pub name: &'static str,
     pub kind: Kind,
-    pub apply: for<'a> fn(&mut Profile<'a>, Param<'a>),
 }
 
-/// How a key's value is read and checked (behaviour.md §1.4).
+/// Keys are told apart by name: a fabric's are unique (a test holds them), and a machine's
+/// facts name the same key as the settings' reader finds in the fabric's list.
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Key {}
+
+/// How a key's value is read and checked (behaviour.md §1.4), and the change it makes, typed by
+/// the value its reader gives: a key and its value cannot disagree.
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
-    /// Devices per GPU: a number greater than 0 and at most 64. Read as [`Param::PerGpu`].
-    PerGpu,
-    /// A whole number from `min` to `max`. Read as [`Param::Whole`].
-    Whole { min: u64, max: u64 },
-    /// A string that `valid` accepts, `what` saying what it must be. Read as [`Param::Text`].
+    /// Devices per GPU: a number greater than 0 and at most 64.
+    PerGpu { set: fn(&mut Profile<'_>, Ratio) },
+    /// A whole number from `min` to `max`.
+    Whole {
+        min: u64,
+        max: u64,
+        set: fn(&mut Profile<'_>, u64),
+    },
+    /// A string that `valid` accepts, `what` saying what it must be.
     Text {
         valid: fn(&str) -> bool,
         what: &'static str,
+        set: for<'a> fn(&mut Profile<'a>, Cow<'a, str>),
     },
-    /// Like `Text`, but `null` or `""` turn the thing off ([`Param::Off`]).
+    /// Like `Text`, but `null` or `""` turn the thing off (`None`).
     Optional {
         valid: fn(&str) -> bool,
         what: &'static str,
+        set: for<'a> fn(&mut Profile<'a>, Option<Cow<'a, str>>),
     },
-    /// `true` or `false`. Read as [`Param::Switch`].
-    Switch,
+    /// `true` or `false`.
+    Switch { set: fn(&mut Profile<'_>, bool) },
     /// A list of from `len.0` to `len.1` strings (any number when `None`), each one `valid`
-    /// accepts. Read as [`Param::Texts`].
+    /// accepts.
     Texts {
         len: Option<(usize, usize)>,
         valid: fn(&str) -> bool,
         what: &'static str,
+        set: for<'a> fn(&mut Profile<'a>, Vec<Cow<'a, str>>),
     },
-    /// `{template, name}`: a DRA claim. Read as [`Param::Claim`].
+    /// `{template, name}`: the fabric's devices through a DRA claim.
     Claim,
 }
 
-/// A key's value, read and checked.
+/// A key's value, read and checked by its [`Kind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Param<'a> {
     PerGpu(Ratio),
@@ -227,33 +286,23 @@ pub enum Param<'a> {
     Claim(DeviceClaim<'a>),
 }
 
-/// Changes a list of variables by a settings `env` map (behaviour.md §3.6): a name the list has
-/// gets the new value in place, `None` removes it, new names are appended in `changes`' order.
-/// `changes` is sorted by name (as the settings' reader leaves it), so one pass does it.
-pub fn apply_env<'a>(env: &mut Vec<EnvVar<'a>>, changes: &[EnvChange<'a>]) {
-    if changes.is_empty() {
-        return;
-    }
-    let find = |name: &str| changes.binary_search_by(|c| c.name.as_ref().cmp(name)).ok();
-    let mut used = vec![false; changes.len()];
-    let mut changed = Vec::with_capacity(env.len() + changes.len());
-    for var in env.drain(..) {
-        match find(&var.name) {
-            None => changed.push(var),
-            Some(at) => {
-                used[at] = true;
-                if let Some(value) = &changes[at].value {
-                    changed.push(EnvVar::new(changes[at].name.clone(), value.clone()));
-                }
-            }
+impl Key {
+    /// Changes `profile` by `param`, the value this key's kind read.
+    pub fn apply<'a>(&self, profile: &mut Profile<'a>, param: Param<'a>) {
+        match (self.kind, param) {
+            (Kind::PerGpu { set }, Param::PerGpu(ratio)) => set(profile, ratio),
+            (Kind::Whole { set, .. }, Param::Whole(n)) => set(profile, n),
+            (Kind::Text { set, .. }, Param::Text(text)) => set(profile, text),
+            (Kind::Optional { set, .. }, Param::Text(text)) => set(profile, Some(text)),
+            (Kind::Optional { set, .. }, Param::Off) => set(profile, None),
+            (Kind::Switch { set }, Param::Switch(on)) => set(profile, on),
+            (Kind::Texts { set, .. }, Param::Texts(texts)) => set(profile, texts),
+            (Kind::Claim, Param::Claim(claim)) => profile.claim = Some(claim),
+            // The settings' reader reads a value by the key's kind, and a test gives every key
+            // of the tables a value of its kind: no other pair is made.
+            (kind, param) => debug_assert!(false, "{}: {param:?} for {kind:?}", self.name),
         }
     }
-    for (change, used) in changes.iter().zip(used) {
-        if let (false, Some(value)) = (used, &change.value) {
-            changed.push(EnvVar::new(change.name.clone(), value.clone()));
-        }
-    }
-    *env = changed;
 }
 
 // What several clouds share.
@@ -305,9 +354,17 @@ const RDMA_BASE_TAIL: &[EnvVar<'static>] = &[
 ];
 
 /// Sets the per-GPU count of the profile's device.
-fn set_per_gpu(profile: &mut Profile<'_>, param: Param<'_>) {
-    if let (Some(device), Param::PerGpu(ratio)) = (&mut profile.device, param) {
+fn set_per_gpu(profile: &mut Profile<'_>, ratio: Ratio) {
+    if let Some(device) = &mut profile.device {
         device.count = DeviceCount::PerGpu(ratio);
+    }
+}
+
+/// The per-GPU count of the cloud's device, under the key `name`.
+const fn per_gpu_key(name: &'static str) -> Key {
+    Key {
+        name,
+        kind: Kind::PerGpu { set: set_per_gpu },
     }
 }
 
@@ -316,21 +373,14 @@ fn set_per_gpu(profile: &mut Profile<'_>, param: Param<'_>) {
 const DEVICE_CLAIM: Key = Key {
     name: DEVICE_CLAIM_KEY,
     kind: Kind::Claim,
-    apply: set_claim,
 };
 
 /// The name of [`DEVICE_CLAIM`], which the settings' reader names where no fabric has it.
 pub const DEVICE_CLAIM_KEY: &str = "deviceClaim";
 
-fn set_claim<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let Param::Claim(claim) = param {
-        profile.claim = Some(claim);
-    }
-}
-
 /// Sets the device's resource name.
-fn set_resource<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let (Some(device), Param::Text(resource)) = (&mut profile.device, param) {
+fn set_resource<'a>(profile: &mut Profile<'a>, resource: Cow<'a, str>) {
+    if let Some(device) = &mut profile.device {
         device.resource = resource;
     }
 }
@@ -524,18 +574,15 @@ mod tests {
             for accelerator in cloud.accelerators {
                 assert!(is_qualified_name_part(accelerator.label));
                 assert!(
-                    cloud.fabric(accelerator.fabric).is_some(),
+                    cloud.fabrics.contains(&accelerator.fabric),
                     "{}",
                     accelerator.label
                 );
-                if let Some(name) = accelerator.machine {
-                    let machine = cloud
-                        .machine(name)
-                        .expect("an accelerator's machine is a row");
-                    let facts = crate::lenient::read::<serde_json::Value>(machine.facts).ok();
-                    let fabric = facts.as_ref().and_then(|f| f["fabric"].as_str());
+                if let Some(machine) = accelerator.machine {
+                    assert_eq!(cloud.machine(machine.name), Some(machine));
                     assert!(
-                        machine.dra_only.is_some() || fabric == Some(accelerator.fabric),
+                        machine.dra_only.is_some()
+                            || machine.facts.fabric == Some(accelerator.fabric),
                         "{}: the label's fabric is its machine's",
                         accelerator.label
                     );
@@ -544,10 +591,48 @@ mod tests {
         }
     }
 
-    /// Every built-in row's facts read as a settings row of its cloud: the same reader, the same
-    /// checks.
+    /// Every built-in row's facts are what a settings row of its cloud may set: the cloud's
+    /// fabrics and keys, env sorted by name (the order the layers merge in) with valid names,
+    /// capabilities a settings row would accept.
     #[test]
-    fn every_built_in_row_reads_as_a_settings_row() {
+    fn every_built_in_rows_facts_are_a_settings_rows() {
+        let sorted = |env: &[(&str, &str)]| env.windows(2).all(|w| w[0].0 < w[1].0);
+        for cloud in ALL {
+            for machine in cloud.machines {
+                let facts = machine.facts;
+                let name = machine.name;
+                assert!(
+                    facts.fabric.is_none_or(|f| cloud.fabrics.contains(&f)),
+                    "{name}"
+                );
+                for (fabric, key, param) in facts.set {
+                    assert!(cloud.fabrics.contains(fabric), "{name}");
+                    assert_eq!(fabric.key(key.name), Some(*key), "{name}");
+                    let mut profile = (fabric.profile)();
+                    key.apply(&mut profile, param.clone());
+                }
+                assert!(sorted(facts.env), "{name}: env sorted by name");
+                if let Some((fabric, env)) = facts.fabric_env {
+                    assert!(cloud.fabrics.contains(&fabric), "{name}");
+                    assert!(sorted(env), "{name}: env sorted by name");
+                }
+                let env = facts
+                    .env
+                    .iter()
+                    .chain(facts.fabric_env.iter().flat_map(|f| f.1));
+                for (variable, _) in env {
+                    assert!(crate::k8s_names::is_env_name(variable), "{name}");
+                }
+                for capability in facts.capabilities {
+                    assert!(crate::k8s_names::is_capability(capability), "{name}");
+                }
+            }
+        }
+    }
+
+    /// A settings row laid over a built-in one reads the row's machine and facts.
+    #[test]
+    fn every_built_in_row_is_a_row_of_the_settings() {
         for cloud in ALL {
             for machine in cloud.machines {
                 let settings = json!({cloud.name: {"enabled": true}}).to_string();
@@ -559,9 +644,12 @@ mod tests {
                     .expect("a built-in row");
                 assert_eq!(row.gpus, Some(machine.gpus));
                 assert_eq!(row.machine, Some(machine));
-                if !machine.facts.is_empty() {
-                    assert_ne!(row.overlay, Default::default(), "{}", machine.name);
-                }
+                assert_eq!(
+                    row.overlay,
+                    crate::layers::Overlay::from(&machine.facts),
+                    "{}",
+                    machine.name
+                );
             }
         }
     }
@@ -574,7 +662,7 @@ mod tests {
             if let Some(device) = device {
                 let key = fabric.key(device.per_gpu_key);
                 assert!(
-                    matches!(key.map(|k| k.kind), Some(Kind::PerGpu)),
+                    matches!(key.map(|k| k.kind), Some(Kind::PerGpu { .. })),
                     "{}",
                     cloud.name
                 );
@@ -590,7 +678,7 @@ mod tests {
         for (cloud, fabric) in fabrics() {
             for key in fabric.keys {
                 let value = match key.kind {
-                    Kind::PerGpu => json!(0.5),
+                    Kind::PerGpu { .. } => json!(0.5),
                     Kind::Whole { max, .. } => json!(max),
                     Kind::Text { .. } | Kind::Optional { .. } => match key.name {
                         "rdmaDeviceName" => json!("ib"),
@@ -604,7 +692,7 @@ mod tests {
                     },
                     Kind::Texts { len, .. } => json!(vec!["vpc1"; len.map_or(1, |(min, _)| min)]),
                     Kind::Claim => json!({"template": "nics-{count}"}),
-                    Kind::Switch => json!(true),
+                    Kind::Switch { .. } => json!(true),
                 };
                 let settings = match fabric.block {
                     None => json!({cloud.name: {"enabled": true, key.name: value}}),
@@ -622,29 +710,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn settings_env_replaces_in_place_removes_and_appends() {
-        let mut env = vec![var!("A", "1"), var!("B", "2"), var!("C", "3")];
-        let change = |name: &'static str, value: Option<&'static str>| EnvChange {
-            name: Cow::Borrowed(name),
-            value: value.map(Cow::Borrowed),
-        };
-        apply_env(
-            &mut env,
-            &[
-                change("B", Some("two")),
-                change("C", None),
-                change("D", Some("4")),
-                change("Z", None),
-            ],
-        );
-        let names: Vec<_> = env
-            .iter()
-            .map(|v| format!("{}={}", v.name, v.value))
-            .collect();
-        assert_eq!(names, ["A=1", "B=two", "D=4"]);
-        assert_eq!(env[1].json, r#"{"name":"B","value":"two"}"#);
     }
 }

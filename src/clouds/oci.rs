@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use super::{
-    Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
-    SHARED_MEMORY_MOUNT, empty, per_gpu, set_per_gpu, set_resource, shared_memory,
+    Cloud, DEVICE_CLAIM, Fabric, Facts, Key, Kind, Machine, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
+    SHARED_MEMORY_MOUNT, empty, per_gpu, per_gpu_key, set_resource, shared_memory,
 };
 use crate::k8s_names::{is_extended_resource, is_network_reference};
 use crate::profile::{Device, EnvVar, Network, Profile, var};
@@ -17,31 +17,27 @@ pub const OCI: Cloud = Cloud {
     accelerators: &[],
 };
 
-const SRIOV: Fabric = Fabric {
+static SRIOV: Fabric = Fabric {
     name: "sriov",
     block: None,
     env_block: None,
     keys: &[
-        Key {
-            name: "rdmaDevicesPerGPU",
-            kind: Kind::PerGpu,
-            apply: set_per_gpu,
-        },
+        per_gpu_key("rdmaDevicesPerGPU"),
         Key {
             name: "resourceName",
             kind: Kind::Text {
                 valid: is_extended_resource,
                 what: "an extended resource name with a domain prefix, such as nvidia.com/rdma-vf",
+                set: set_resource,
             },
-            apply: set_resource,
         },
         Key {
             name: "network",
             kind: Kind::Text {
                 valid: is_network_reference,
                 what: "a network attachment as name or namespace/name (lowercase letters, digits and '-')",
+                set: set_network,
             },
-            apply: set_network,
         },
         // DRANET with an admin-made DeviceClass (kubernetes-sigs/dranet examples), or NVIDIA's
         // dra-driver-sriov (network operator v26.7.0-rc.1; read 2026-09): the NICs move into the
@@ -69,18 +65,36 @@ const MACHINES: &[Machine] = &[
     // (oci-hpc-oke `manifests/rccl-tests/kueue/virtual-functions/BM.GPU.MI300X.8.yaml`,
     // `BM.GPU.MI355X-v1.8.yaml`), and Oracle's RCCL values per shape
     // (`docs/recommended-nccl-rccl-parameters-by-shape.md`, 2026-08-11). RCCL reads `NCCL_*`.
-    Machine::eight_gpus("BM.GPU.MI300X.8", 8).with(concat!(
-        r#"{"capabilities":["SYS_PTRACE"],"env":{"#,
-        r#""NCCL_CUMEM_ENABLE":"0","NCCL_IB_GID_INDEX":"3","NCCL_IB_HCA":"mlx5","#,
-        r#""NCCL_IB_QPS_PER_CONNECTION":"1","NCCL_IB_SL":"0","NCCL_IB_SPLIT_DATA_ON_QPS":"0","#,
-        r#""NCCL_IB_TC":"41","NCCL_IB_TIMEOUT":"22","NCCL_NET_PLUGIN":"none","NCCL_PXN_DISABLE":"0"}}"#
-    )),
-    Machine::eight_gpus("BM.GPU.MI355X-v1.8", 8).with(concat!(
-        r#"{"capabilities":["SYS_PTRACE"],"env":{"#,
-        r#""NCCL_IB_GID_INDEX":"3","NCCL_IB_HCA":"mlx5","NCCL_IB_QPS_PER_CONNECTION":"1","#,
-        r#""NCCL_IB_SL":"0","NCCL_IB_TC":"41","NCCL_IGNORE_CPU_AFFINITY":"1","#,
-        r#""NCCL_MIN_NCHANNELS":"32","NCCL_SOCKET_IFNAME":"eth0"}}"#
-    )),
+    Machine::eight_gpus("BM.GPU.MI300X.8", 8).with(Facts {
+        capabilities: &["SYS_PTRACE"],
+        env: &[
+            ("NCCL_CUMEM_ENABLE", "0"),
+            ("NCCL_IB_GID_INDEX", "3"),
+            ("NCCL_IB_HCA", "mlx5"),
+            ("NCCL_IB_QPS_PER_CONNECTION", "1"),
+            ("NCCL_IB_SL", "0"),
+            ("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
+            ("NCCL_IB_TC", "41"),
+            ("NCCL_IB_TIMEOUT", "22"),
+            ("NCCL_NET_PLUGIN", "none"),
+            ("NCCL_PXN_DISABLE", "0"),
+        ],
+        ..Facts::NONE
+    }),
+    Machine::eight_gpus("BM.GPU.MI355X-v1.8", 8).with(Facts {
+        capabilities: &["SYS_PTRACE"],
+        env: &[
+            ("NCCL_IB_GID_INDEX", "3"),
+            ("NCCL_IB_HCA", "mlx5"),
+            ("NCCL_IB_QPS_PER_CONNECTION", "1"),
+            ("NCCL_IB_SL", "0"),
+            ("NCCL_IB_TC", "41"),
+            ("NCCL_IGNORE_CPU_AFFINITY", "1"),
+            ("NCCL_MIN_NCHANNELS", "32"),
+            ("NCCL_SOCKET_IFNAME", "eth0"),
+        ],
+        ..Facts::NONE
+    }),
     // Rack-scale GB200/GB300, 4 GPUs, multi-node NVLink. Oracle publishes host-network manifests
     // only for them (no VF count): the rows carry the GPUs, for the warnings.
     Machine::uncounted("BM.GPU.GB200.4", 4).nvlink(),
@@ -113,8 +127,6 @@ fn profile() -> Profile<'static> {
     }
 }
 
-fn set_network<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let Param::Text(network) = param {
-        profile.network = Some(Network(network));
-    }
+fn set_network<'a>(profile: &mut Profile<'a>, network: Cow<'a, str>) {
+    profile.network = Some(Network(network));
 }

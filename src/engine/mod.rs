@@ -12,7 +12,7 @@ use crate::lenient::{Entry, Loose, read};
 use crate::machine::{self, Machine};
 use crate::merge::{
     Read, append, expect_read, items, names, object, object_entry, object_mut, raw_items,
-    set_if_absent, text,
+    same_volume, set_if_absent, text,
 };
 use crate::multus;
 use crate::placement;
@@ -455,7 +455,7 @@ fn read_volumes<'p>(
             continue;
         };
         found.existing.push(ours.name);
-        if !ours.same_as(theirs.get()) {
+        if !same_volume(ours, theirs.get()) {
             found.conflicts.push(ours.name);
         }
     }

@@ -6,12 +6,12 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::overlay::{Overlay, Set};
 use super::reader::{Reader, show};
 use super::{INSTANCE_TYPES, MAX_PER_GPU, Rows, UserRow};
 use crate::clouds::{Cloud, DEVICE_CLAIM_KEY, Fabric};
 use crate::error::Path;
 use crate::k8s_names::{is_capability, is_qualified_name_part};
+use crate::layers::{Overlay, Set};
 use crate::lenient::read;
 use crate::merge::same_capability;
 use crate::tape::{JsonType, Tape, Value};

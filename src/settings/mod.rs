@@ -10,7 +10,6 @@
 //! [`block`] a cloud's block and its rows, [`overlay`] what they set.
 
 mod block;
-pub mod overlay;
 mod reader;
 
 use std::borrow::Cow;
@@ -18,13 +17,13 @@ use std::borrow::Cow;
 use crate::clouds::{self, Cloud, Fabric, Machine};
 use crate::error::Path;
 use crate::k8s_names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
+use crate::layers::{self, Overlay};
 use crate::lenient::read;
 use crate::preflight::Mode;
-use crate::profile::{EnvVar, Profile};
+use crate::profile::Profile;
 use crate::ratio::Ratio;
 use crate::tape::{JsonType, Tape, Value};
 use block::Place;
-use overlay::Overlay;
 use reader::Reader;
 use serde_json::value::RawValue;
 
@@ -54,9 +53,6 @@ const RECORD: &str = "recordAnnotation";
 const GPU_RESOURCES: &str = "gpuResources";
 const PREFLIGHT: &str = "preflight";
 const INSTANCE_TYPES: &str = "instanceTypes";
-/// NCCL's choice of network plugin: with it set, NCCL fails at init when that plugin cannot load,
-/// instead of running over sockets.
-const NCCL_NET: &str = "NCCL_NET";
 
 /// Validated settings: what the rest of the policy works from.
 #[derive(Debug, Clone)]
@@ -142,30 +138,12 @@ impl Row<'_> {
 impl<'a> CloudSettings<'a> {
     /// The fabric a pod gets: its machine's, else the settings', else the cloud's default.
     pub fn fabric(&self, machine: &Overlay<'_>) -> &'static Fabric {
-        machine
-            .fabric
-            .or(self.overlay.fabric)
-            .unwrap_or_else(|| self.cloud.default_fabric())
+        layers::fabric(self.cloud, &self.overlay, machine)
     }
 
-    /// The injection of `fabric`: its table, changed by the block, then by the pod's machine's
-    /// row (behaviour.md §1.2, §1.3, §3.6).
+    /// The injection of `fabric` for a pod on `machine` (behaviour.md §1.2, §1.3, §3.6).
     pub fn profile(&self, fabric: &'static Fabric, machine: &Overlay<'a>) -> Profile<'a> {
-        let mut profile = (fabric.profile)();
-        // Pinned before the layers' env, so that an `NCCL_NET` of the settings wins.
-        let pin = machine.pin_transport.or(self.overlay.pin_transport);
-        if let (Some(true), Some(transport)) = (pin, fabric.transport) {
-            let present = profile.env.iter().any(|e| e.name == NCCL_NET);
-            if !present {
-                profile.env.push(EnvVar::new(
-                    Cow::Borrowed(NCCL_NET),
-                    Cow::Borrowed(transport),
-                ));
-            }
-        }
-        self.overlay.apply(fabric, &mut profile);
-        machine.apply(fabric, &mut profile);
-        profile
+        layers::build(fabric, &self.overlay, machine)
     }
 
     /// The injection of a pod whose machine is not known, for tests.
@@ -195,10 +173,7 @@ impl<'a> CloudSettings<'a> {
             None => None,
         };
         let machine = self.cloud.machine(name);
-        let facts = match machine.filter(|m| !m.facts.is_empty()) {
-            Some(m) => built_in_facts(self.cloud, m)?,
-            None => Overlay::default(),
-        };
+        let facts = machine.map_or_else(Overlay::default, |m| Overlay::from(&m.facts));
         Ok(match (users, machine) {
             (None, None) => None,
             (None, Some(machine)) => Some(Row {
@@ -521,25 +496,6 @@ fn user_row<'a>(
     match r.row(cloud, &Path::Entry(&path, key), key, tape.root()) {
         Some(row) if r.errors.is_empty() => Ok(Some((key.clone(), row))),
         _ => Err(SettingsError(r.errors).to_string()),
-    }
-}
-
-/// A built-in row's facts, read as a settings row is (a test reads every one).
-fn built_in_facts(
-    cloud: &'static Cloud,
-    machine: &'static Machine,
-) -> Result<Overlay<'static>, String> {
-    let tape: Tape<'static> = read(machine.facts).map_err(|e| e.to_string())?;
-    let mut r = Reader::default();
-    let name = Cow::Borrowed(machine.name);
-    let at = Path::Entry(&Path::Root, machine.name);
-    match r.row(cloud, &at, &name, tape.root()) {
-        Some(row) if r.errors.is_empty() => Ok(row.overlay),
-        _ => Err(format!(
-            "built-in row {}: {}",
-            machine.name,
-            SettingsError(r.errors)
-        )),
     }
 }
 

@@ -102,19 +102,21 @@ impl Reader {
         raw: Value<'_, 'a>,
     ) -> Option<Param<'a>> {
         match kind {
-            Kind::PerGpu => self.per_gpu(path, raw).map(Param::PerGpu),
-            Kind::Whole { min, max } => self.whole(path, raw, min, max).map(Param::Whole),
-            Kind::Text { valid, what } => self.text(path, Some(raw), valid, what).map(Param::Text),
-            Kind::Optional { valid, what } => match raw.as_str() {
+            Kind::PerGpu { .. } => self.per_gpu(path, raw).map(Param::PerGpu),
+            Kind::Whole { min, max, .. } => self.whole(path, raw, min, max).map(Param::Whole),
+            Kind::Text { valid, what, .. } => {
+                self.text(path, Some(raw), valid, what).map(Param::Text)
+            }
+            Kind::Optional { valid, what, .. } => match raw.as_str() {
                 _ if raw.is_null() => Some(Param::Off),
                 Some(s) if s.is_empty() => Some(Param::Off),
                 _ => self.text(path, Some(raw), valid, what).map(Param::Text),
             },
-            Kind::Texts { len, valid, what } => {
-                self.strings(path, raw, len, valid, what).map(Param::Texts)
-            }
+            Kind::Texts {
+                len, valid, what, ..
+            } => self.strings(path, raw, len, valid, what).map(Param::Texts),
             Kind::Claim => self.claim(path, raw).map(Param::Claim),
-            Kind::Switch => {
+            Kind::Switch { .. } => {
                 let on = raw.as_bool();
                 if on.is_none() && !raw.is_null() {
                     self.errors

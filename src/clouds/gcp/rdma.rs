@@ -6,28 +6,17 @@
 
 use std::borrow::Cow;
 
-use super::{DEFAULT_INTERFACE, NETWORK_NAME, networks};
-use crate::clouds::{DEVICE_CLAIM, Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
-use crate::k8s_names::is_dns1123_subdomain;
+use super::{DEFAULT_INTERFACE, networks};
+use crate::clouds::{DEVICE_CLAIM, Fabric, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::profile::{EnvVar, Interfaces, Mount, Profile, Volume, WholeNode, mount, var};
 
-pub const RDMA: Fabric = Fabric {
+pub static RDMA: Fabric = Fabric {
     name: "rdma",
     block: Some("rdma"),
     env_block: None,
     // GKE managed DRANET serves these machines' RDMA NICs (DeviceClass mrdma.google.com;
     // VENDOR-FACTS part 2, "DRA"); Google documents it for no TCPX or TCPXO machine.
-    keys: &[
-        Key {
-            kind: Kind::Texts {
-                len: Some((1, 16)),
-                valid: is_dns1123_subdomain,
-                what: NETWORK_NAME,
-            },
-            ..networks(1)
-        },
-        DEVICE_CLAIM,
-    ],
+    keys: &[networks(1, 16), DEVICE_CLAIM],
     exclusive: &[],
     profile,
     // Google's values set NCCL_NET=gIB already.

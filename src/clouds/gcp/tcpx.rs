@@ -6,19 +6,19 @@
 use std::borrow::Cow;
 
 use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
-use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
+use crate::clouds::{Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::fragment::json_string;
 use crate::k8s_names::is_argv_item;
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var,
 };
 
-pub const TCPX: Fabric = Fabric {
+pub static TCPX: Fabric = Fabric {
     name: "tcpx",
     block: Some("tcpx"),
     env_block: None,
     keys: &[
-        networks(4),
+        networks(4, 4),
         DAEMON_IMAGE,
         Key {
             name: "daemonFlags",
@@ -26,8 +26,8 @@ pub const TCPX: Fabric = Fabric {
                 len: None,
                 valid: is_argv_item,
                 what: "an argument without control characters (the daemon's command is an argv list: no shell reads it)",
+                set: set_daemon_flags,
             },
-            apply: set_daemon_flags,
         },
     ],
     exclusive: &[],
@@ -159,8 +159,8 @@ fn profile() -> Profile<'static> {
     }
 }
 
-fn set_daemon_flags<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let (Some(sidecar), Param::Texts(flags)) = (&mut profile.sidecar, param) {
+fn set_daemon_flags<'a>(profile: &mut Profile<'a>, flags: Vec<Cow<'a, str>>) {
+    if let Some(sidecar) = &mut profile.sidecar {
         sidecar.command = std::iter::once(Cow::Borrowed(ENTRYPOINT))
             .chain(flags)
             .collect();

@@ -5,21 +5,21 @@
 use std::borrow::Cow;
 
 use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
-use crate::clouds::{Fabric, Key, Kind, Param, SHARED_MEMORY_MOUNT, empty, shared_memory};
+use crate::clouds::{Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::fragment::json_string;
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, StartupProbe, Volume, WholeNode, mount,
     var,
 };
 
-pub const TCPXO: Fabric = Fabric {
+pub static TCPXO: Fabric = Fabric {
     name: "tcpxo",
     block: None,
     // `gcp.env` reaches every GCP fabric; Google's TCPXO profile changes values the other
     // fabrics must keep.
     env_block: Some("tcpxo"),
     keys: &[
-        networks(8),
+        networks(8, 8),
         DAEMON_IMAGE,
         Key {
             name: "daemonFlags",
@@ -27,13 +27,14 @@ pub const TCPXO: Fabric = Fabric {
                 len: None,
                 valid: is_flag,
                 what: "a flag of letters, digits and -_=.,:/@+% (no shell syntax)",
+                set: set_daemon_flags,
             },
-            apply: set_daemon_flags,
         },
         Key {
             name: "daemonStartupProbe",
-            kind: Kind::Switch,
-            apply: set_startup_probe,
+            kind: Kind::Switch {
+                set: set_startup_probe,
+            },
         },
     ],
     exclusive: &[],
@@ -192,14 +193,14 @@ fn script(flags: &[impl AsRef<str>]) -> String {
     script
 }
 
-fn set_daemon_flags<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let (Some(sidecar), Param::Texts(flags)) = (&mut profile.sidecar, param) {
+fn set_daemon_flags<'a>(profile: &mut Profile<'a>, flags: Vec<Cow<'a, str>>) {
+    if let Some(sidecar) = &mut profile.sidecar {
         sidecar.script = Some(Cow::Owned(script(&flags)));
     }
 }
 
-fn set_startup_probe<'a>(profile: &mut Profile<'a>, param: Param<'a>) {
-    if let (Some(sidecar), Param::Switch(on)) = (&mut profile.sidecar, param) {
+fn set_startup_probe(profile: &mut Profile<'_>, on: bool) {
+    if let Some(sidecar) = &mut profile.sidecar {
         sidecar.env = if on { DAEMON_ENV_PROBED } else { DAEMON_ENV };
         sidecar.startup_probe = on.then_some(STARTUP_PROBE);
     }

@@ -1,12 +1,50 @@
-//! What a cloud block, or an instance row, sets (behaviour.md §1.2, §3.6): the layers a pod's
-//! profile is built from. The cloud's block is the first layer over the fabric's table; the row of
-//! the pod's machine, the settings' row over the built-in one, is the second.
+//! The profile a pod gets, built in one place (behaviour.md §1.2, §1.3, §3.6): the fabric's
+//! table, then the cloud block's [`Overlay`], then the overlay of the pod's machine (the
+//! settings' row laid over the built-in one's [`Facts`]), with the fabric's NCCL transport pinned
+//! where a layer asks for it. An overlay is what a block or a row sets: the fabric it picks, keys
+//! of the cloud's fabrics, env, capabilities.
 
 use std::borrow::Cow;
 
-use crate::clouds::{Fabric, Key, Param, apply_env};
+use crate::clouds::{Cloud, Fabric, Facts, Key, Param};
 use crate::merge::same_capability;
-use crate::profile::{EnvChange, Profile};
+use crate::profile::{EnvChange, EnvVar, Profile};
+
+/// NCCL's choice of network plugin: with it set, NCCL fails at init when that plugin cannot load,
+/// instead of running over sockets.
+const NCCL_NET: &str = "NCCL_NET";
+
+/// The fabric a pod gets: its machine's, else the block's, else the cloud's default.
+pub fn fabric(cloud: &Cloud, block: &Overlay<'_>, machine: &Overlay<'_>) -> &'static Fabric {
+    machine
+        .fabric
+        .or(block.fabric)
+        .unwrap_or_else(|| cloud.default_fabric())
+}
+
+/// The injection of `fabric`: its table, changed by the cloud's `block`, then by the pod's
+/// `machine`.
+pub fn build<'a>(
+    fabric: &'static Fabric,
+    block: &Overlay<'a>,
+    machine: &Overlay<'a>,
+) -> Profile<'a> {
+    let mut profile = (fabric.profile)();
+    // Pinned before the layers' env, so that an `NCCL_NET` of the settings wins.
+    let pin = machine.pin_transport.or(block.pin_transport);
+    if let (Some(true), Some(transport)) = (pin, fabric.transport) {
+        let present = profile.env.iter().any(|e| e.name == NCCL_NET);
+        if !present {
+            profile.env.push(EnvVar::new(
+                Cow::Borrowed(NCCL_NET),
+                Cow::Borrowed(transport),
+            ));
+        }
+    }
+    block.apply(fabric, &mut profile);
+    machine.apply(fabric, &mut profile);
+    profile
+}
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overlay<'a> {
@@ -31,25 +69,13 @@ pub struct Set<'a> {
     pub param: Param<'a>,
 }
 
-impl PartialEq for Fabric {
-    fn eq(&self, other: &Fabric) -> bool {
-        std::ptr::eq(self, other)
-    }
-}
-
-impl PartialEq for Key {
-    fn eq(&self, other: &Key) -> bool {
-        std::ptr::eq(self, other)
-    }
-}
-
 impl<'a> Overlay<'a> {
     /// Changes `profile`, the table of `fabric`, by what this layer sets for it: its keys, then its
     /// env and the fabric block's env (behaviour.md §3.6), then its capabilities after those the
     /// profile has.
-    pub fn apply(&self, fabric: &'static Fabric, profile: &mut Profile<'a>) {
+    fn apply(&self, fabric: &'static Fabric, profile: &mut Profile<'a>) {
         for set in self.set.iter().filter(|s| s.fabric == fabric) {
-            (set.key.apply)(profile, set.param.clone());
+            set.key.apply(profile, set.param.clone());
         }
         apply_env(&mut profile.env, &self.env);
         if let Some((_, env)) = self.fabric_env.iter().find(|(f, _)| *f == fabric) {
@@ -171,6 +197,76 @@ impl<'a> Overlay<'a> {
     }
 }
 
+/// What a built-in machine implies, as the overlay a settings row for it would read into.
+impl From<&Facts> for Overlay<'static> {
+    fn from(facts: &Facts) -> Overlay<'static> {
+        Overlay {
+            fabric: facts.fabric,
+            set: facts
+                .set
+                .iter()
+                .map(|(fabric, key, param)| Set {
+                    fabric,
+                    key,
+                    param: param.clone(),
+                })
+                .collect(),
+            env: changes(facts.env),
+            fabric_env: facts
+                .fabric_env
+                .iter()
+                .map(|(fabric, env)| (*fabric, changes(env)))
+                .collect(),
+            capabilities: facts
+                .capabilities
+                .iter()
+                .copied()
+                .map(Cow::Borrowed)
+                .collect(),
+            pin_transport: None,
+        }
+    }
+}
+
+/// Changes a list of variables by a settings `env` map (behaviour.md §3.6): a name the list has
+/// gets the new value in place, `None` removes it, new names are appended in `changes`' order.
+/// `changes` is sorted by name (as the settings' reader leaves it), so one pass does it.
+pub fn apply_env<'a>(env: &mut Vec<EnvVar<'a>>, changes: &[EnvChange<'a>]) {
+    if changes.is_empty() {
+        return;
+    }
+    let find = |name: &str| changes.binary_search_by(|c| c.name.as_ref().cmp(name)).ok();
+    let mut used = vec![false; changes.len()];
+    let mut changed = Vec::with_capacity(env.len() + changes.len());
+    for var in env.drain(..) {
+        match find(&var.name) {
+            None => changed.push(var),
+            Some(at) => {
+                used[at] = true;
+                if let Some(value) = &changes[at].value {
+                    changed.push(EnvVar::new(changes[at].name.clone(), value.clone()));
+                }
+            }
+        }
+    }
+    for (change, used) in changes.iter().zip(used) {
+        if let (false, Some(value)) = (used, &change.value) {
+            changed.push(EnvVar::new(change.name.clone(), value.clone()));
+        }
+    }
+    *env = changed;
+}
+
+/// A machine's env values as the changes a settings `env` map reads into.
+fn changes(env: &'static [(&'static str, &'static str)]) -> Vec<EnvChange<'static>> {
+    env.iter()
+        .map(|(name, value)| EnvChange {
+            name: Cow::Borrowed(*name),
+            value: Some(Cow::Borrowed(*value)),
+        })
+        .collect()
+}
+
 /// Two sorted env maps as one, sorted: `over`'s entry wins where both name a variable. (A merge of
 /// the two, not a sort: a sort would add its code to the module for lists this short.)
 fn merged<'a>(over: Vec<EnvChange<'a>>, under: Vec<EnvChange<'a>>) -> Vec<EnvChange<'a>> {
@@ -188,4 +284,34 @@ fn merged<'a>(over: Vec<EnvChange<'a>>, under: Vec<EnvChange<'a>>) -> Vec<EnvCha
     }
     out.extend(under);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::var;
+
+    #[test]
+    fn settings_env_replaces_in_place_removes_and_appends() {
+        let mut env = vec![var!("A", "1"), var!("B", "2"), var!("C", "3")];
+        let change = |name: &'static str, value: Option<&'static str>| EnvChange {
+            name: Cow::Borrowed(name),
+            value: value.map(Cow::Borrowed),
+        };
+        apply_env(
+            &mut env,
+            &[
+                change("B", Some("two")),
+                change("C", None),
+                change("D", Some("4")),
+                change("Z", None),
+            ],
+        );
+        let names: Vec<_> = env
+            .iter()
+            .map(|v| format!("{}={}", v.name, v.value))
+            .collect();
+        assert_eq!(names, ["A=1", "B=two", "D=4"]);
+        assert_eq!(env[1].json, r#"{"name":"B","value":"two"}"#);
+    }
 }
