@@ -8,7 +8,7 @@ use crate::clouds::{ACCELERATOR_LABEL, Fabric};
 use crate::error::Rejection;
 use crate::layers::Overlay;
 use crate::merge::{Read, expect_read};
-use crate::placement::{INSTANCE_TYPE_LABELS, Source, labelled};
+use crate::placement::{INSTANCE_TYPE_LABELS, LabelSource, labelled};
 use crate::settings::{CloudSettings, Row};
 use crate::view::Object;
 
@@ -31,7 +31,7 @@ pub struct Machine<'a> {
     pub dra_without: &'static [&'static str],
     /// The one machine the pod names, where the table has its row, and where the spec names it:
     /// the record's `machine` (behaviour.md §2.1).
-    pub named: Option<(Cow<'a, str>, Source)>,
+    pub named: Option<(Cow<'a, str>, LabelSource)>,
     pub warnings: Vec<String>,
 }
 

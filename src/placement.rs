@@ -35,7 +35,7 @@ pub struct Placement {
 /// Where a pod's spec names the values of a label: the field (`nodeSelector` or `affinity`, its
 /// required node affinity) and the label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Source {
+pub struct LabelSource {
     pub field: &'static str,
     pub label: &'static str,
 }
@@ -46,7 +46,7 @@ pub struct Source {
 pub fn labelled<'a>(
     spec: &Object<'a>,
     labels: &[&'static str],
-) -> (Vec<Cow<'a, str>>, Option<Source>) {
+) -> (Vec<Cow<'a, str>>, Option<LabelSource>) {
     let raw = |key| {
         expect_read(spec, key, Read::Text);
         spec.get(key).and_then(|node| node.raw())
@@ -57,7 +57,7 @@ pub fn labelled<'a>(
             .find_map(|label| Some((*label, selector.get(label).and_then(string)?)))
         {
             let field = "nodeSelector";
-            return (vec![named], Some(Source { field, label }));
+            return (vec![named], Some(LabelSource { field, label }));
         }
     }
     raw("affinity")
@@ -70,7 +70,7 @@ pub fn labelled<'a>(
 fn required_types<'r>(
     affinity: &'r RawValue,
     labels: &[&'static str],
-) -> (Vec<Cow<'r, str>>, Option<Source>) {
+) -> (Vec<Cow<'r, str>>, Option<LabelSource>) {
     let member = |object, key| members(object).get(key);
     let terms = member(affinity, "nodeAffinity")
         .and_then(|node| member(node, "requiredDuringSchedulingIgnoredDuringExecution"))
@@ -84,7 +84,7 @@ fn required_types<'r>(
             return (Vec::new(), None);
         };
         if !allowed.is_empty() {
-            source.get_or_insert(Source {
+            source.get_or_insert(LabelSource {
                 field: "affinity",
                 label,
             });

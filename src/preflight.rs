@@ -44,7 +44,7 @@ impl Mode {
 
 /// A kind of object an injection refers to, and what creates it.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Kind {
+pub struct ObjectKind {
     /// As `contextAwareResources` and the host call name it.
     pub api_version: &'static str,
     pub kind: &'static str,
@@ -54,7 +54,7 @@ pub struct Kind {
 
 /// Azure's NCCL topology: the files of `deploy/azure` are named `nccl-topo` in namespace `nemo`
 /// (deploy/README.md, "Azure: the NCCL topology ConfigMap").
-pub const TOPOLOGY: Kind = Kind {
+pub const TOPOLOGY: ObjectKind = ObjectKind {
     api_version: "v1",
     kind: "ConfigMap",
     creates: (
@@ -65,7 +65,7 @@ pub const TOPOLOGY: Kind = Kind {
 
 /// OCI's Multus network (k8s.cni.cncf.io/v1, the Network Plumbing Working Group's CRD); the NVIDIA
 /// network operator writes one per `SriovNetwork`.
-pub const NETWORK: Kind = Kind {
+pub const NETWORK: ObjectKind = ObjectKind {
     api_version: "k8s.cni.cncf.io/v1",
     kind: "NetworkAttachmentDefinition",
     creates: (
@@ -76,7 +76,7 @@ pub const NETWORK: Kind = Kind {
 
 /// The `ResourceClaimTemplate` of a `deviceClaim` (behaviour.md §3.8): `deploy/` ships those the
 /// vendor files name, to be applied in every namespace that runs jobs.
-pub const CLAIM_TEMPLATE: Kind = Kind {
+pub const CLAIM_TEMPLATE: ObjectKind = ObjectKind {
     api_version: "resource.k8s.io/v1",
     kind: "ResourceClaimTemplate",
     creates: (
@@ -86,12 +86,12 @@ pub const CLAIM_TEMPLATE: Kind = Kind {
 };
 
 /// Every kind the policy may look for: what `contextAwareResources` lists (a test compares them).
-pub const KINDS: &[&Kind] = &[&TOPOLOGY, &NETWORK, &CLAIM_TEMPLATE];
+pub const KINDS: &[&ObjectKind] = &[&TOPOLOGY, &NETWORK, &CLAIM_TEMPLATE];
 
 /// One object a pod's injection refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference<'a> {
-    pub kind: &'static Kind,
+    pub kind: &'static ObjectKind,
     /// `namespace/name`, or `name` in the pod's namespace (Multus's form; a ConfigMap's name has
     /// no `/`).
     pub object: Cow<'a, str>,
@@ -191,7 +191,7 @@ pub fn check(
 /// The `list_resources_by_namespace` request for the object `name` of `kind` in `namespace`
 /// (snake_case, as the SDK's `ListResourcesByNamespaceRequest` writes it; `field_masks`, newer
 /// than policy-server 1.36, is left out).
-pub fn request(kind: &Kind, namespace: &str, name: &str) -> Vec<u8> {
+pub fn request(kind: &ObjectKind, namespace: &str, name: &str) -> Vec<u8> {
     let mut text = String::with_capacity(160);
     text.push_str(r#"{"api_version":""#);
     text.push_str(kind.api_version);

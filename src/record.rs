@@ -3,7 +3,7 @@
 //! answer's audit annotation [`AUDIT_KEY`]. Written by hand, as the rest of the policy's text is.
 
 use crate::fragment::{is_plain, push_escaped, push_string, render_string};
-use crate::placement::Source;
+use crate::placement::LabelSource;
 
 /// The audit annotation's key: without a domain, since the API server stores it as
 /// `<webhook name>/injected` (AdmissionResponse API docs).
@@ -25,7 +25,7 @@ pub struct Record<'r> {
     pub cloud: &'r str,
     pub fabric: &'r str,
     pub device: Option<&'r str>,
-    pub machine: Option<(&'r str, Source)>,
+    pub machine: Option<(&'r str, LabelSource)>,
     pub containers: &'r [Wired],
 }
 
@@ -33,7 +33,7 @@ impl Record<'_> {
     /// `{"policy":…,"cloud":…,"fabric":…,"device":…|null,"machine":{"name":…,"from":"<field>
     /// <label>"}|null,"containers":{"<name>":{"devices":N}|{},…}}`.
     pub fn json(&self) -> String {
-        let mut text = Text {
+        let mut text = RecordText {
             out: String::with_capacity(256),
             nested: false,
         };
@@ -44,7 +44,7 @@ impl Record<'_> {
     /// The JSON text of a string holding [`Record::json`]: the annotation's value and the audit
     /// annotation's, escaped as it is written rather than afterwards.
     pub fn annotation(&self) -> String {
-        let mut text = Text {
+        let mut text = RecordText {
             out: String::with_capacity(320),
             nested: true,
         };
@@ -54,7 +54,7 @@ impl Record<'_> {
         text.out
     }
 
-    fn write(&self, text: &mut Text) {
+    fn write(&self, text: &mut RecordText) {
         text.raw(concat!(r#"{"policy":""#, env!("CARGO_PKG_VERSION"), "\""));
         for (key, value) in [
             (r#","cloud":"#, Some(self.cloud)),
@@ -104,12 +104,12 @@ impl Record<'_> {
 
 /// The record's text as it is written: JSON, or JSON inside a JSON string (`nested`), where
 /// every quote and backslash of the JSON is escaped once more.
-struct Text {
+struct RecordText {
     out: String,
     nested: bool,
 }
 
-impl Text {
+impl RecordText {
     /// JSON text of the policy's own: punctuation, keys, numbers.
     fn raw(&mut self, json: &str) {
         match self.nested {
@@ -151,7 +151,7 @@ mod tests {
                 claim: None,
             },
         ];
-        let from = Source {
+        let from = LabelSource {
             field: "nodeSelector",
             label: "node.kubernetes.io/instance-type",
         };

@@ -1,5 +1,5 @@
 //! The settings as a tape: one pass over their JSON text, in the same pass that reads the
-//! request, into one flat vector of nodes whose strings borrow from the text.
+//! request, into one flat vector of slots whose strings borrow from the text.
 //!
 //! Settings come with every request, so reading them must cost little beside the pod: a tree of
 //! `serde_json::Value` allocates a map and a string for every member, and reading members as
@@ -17,12 +17,12 @@ use crate::view::Key;
 
 /// A JSON document as a tape.
 #[derive(Debug, Clone)]
-pub struct Tape<'a>(Vec<Node<'a>>);
+pub struct Tape<'a>(Vec<Slot<'a>>);
 
 /// The empty tape reads as `null`.
 impl Default for Tape<'_> {
     fn default() -> Self {
-        Tape(vec![Node {
+        Tape(vec![Slot {
             key: None,
             value: Scalar::Null,
         }])
@@ -31,7 +31,7 @@ impl Default for Tape<'_> {
 
 /// One value of the tape; an object's or list's members follow it, up to `end`.
 #[derive(Debug, Clone)]
-struct Node<'a> {
+struct Slot<'a> {
     /// The member's key, where the value is an object's member.
     key: Option<Cow<'a, str>>,
     value: Scalar<'a>,
@@ -43,7 +43,7 @@ enum Scalar<'a> {
     Bool(bool),
     Number(serde_json::Number),
     String(Cow<'a, str>),
-    /// The nodes of its items follow, up to (not including) `end`.
+    /// The slots of its items follow, up to (not including) `end`.
     List {
         end: usize,
     },
@@ -81,7 +81,7 @@ impl JsonType {
 /// A value on a tape.
 #[derive(Debug, Clone, Copy)]
 pub struct Value<'t, 'a> {
-    nodes: &'t [Node<'a>],
+    slots: &'t [Slot<'a>],
     at: usize,
 }
 
@@ -89,19 +89,19 @@ impl<'a> Tape<'a> {
     /// The document's value.
     pub fn root(&self) -> Value<'_, 'a> {
         Value {
-            nodes: &self.0,
+            slots: &self.0,
             at: 0,
         }
     }
 }
 
 impl<'t, 'a> Value<'t, 'a> {
-    fn node(&self) -> &'t Node<'a> {
-        &self.nodes[self.at]
+    fn slot(&self) -> &'t Slot<'a> {
+        &self.slots[self.at]
     }
 
     pub fn json_type(&self) -> JsonType {
-        match self.node().value {
+        match self.slot().value {
             Scalar::Null => JsonType::Null,
             Scalar::Bool(_) => JsonType::Bool,
             Scalar::Number(_) => JsonType::Number,
@@ -121,7 +121,7 @@ impl<'t, 'a> Value<'t, 'a> {
 
     /// The text of a value at a lazy path.
     pub fn as_text(&self) -> Option<&'a RawValue> {
-        match self.node().value {
+        match self.slot().value {
             Scalar::Text(raw) => Some(raw),
             _ => None,
         }
@@ -132,21 +132,21 @@ impl<'t, 'a> Value<'t, 'a> {
     }
 
     pub fn as_bool(&self) -> Option<bool> {
-        match self.node().value {
+        match self.slot().value {
             Scalar::Bool(b) => Some(b),
             _ => None,
         }
     }
 
     pub fn as_str(&self) -> Option<&'t Cow<'a, str>> {
-        match &self.node().value {
+        match &self.slot().value {
             Scalar::String(s) => Some(s),
             _ => None,
         }
     }
 
     pub fn as_number(&self) -> Option<&'t serde_json::Number> {
-        match &self.node().value {
+        match &self.slot().value {
             Scalar::Number(n) => Some(n),
             _ => None,
         }
@@ -154,12 +154,12 @@ impl<'t, 'a> Value<'t, 'a> {
 
     /// The values an object's members or a list's items, in document order; none for a scalar.
     fn children(&self) -> Children<'t, 'a> {
-        let end = match self.node().value {
+        let end = match self.slot().value {
             Scalar::List { end } | Scalar::Object { end } => end,
             _ => self.at + 1,
         };
         Children {
-            nodes: self.nodes,
+            slots: self.slots,
             next: self.at + 1,
             end,
         }
@@ -170,7 +170,7 @@ impl<'t, 'a> Value<'t, 'a> {
         let object = self.json_type() == JsonType::Object;
         self.children()
             .filter(move |_| object)
-            .filter_map(|v| v.node().key.as_ref().map(|k| (k, v)))
+            .filter_map(|v| v.slot().key.as_ref().map(|k| (k, v)))
     }
 
     /// A list's items; none for any other value.
@@ -195,7 +195,7 @@ impl<'t, 'a> Value<'t, 'a> {
     /// Whether two values are the same JSON, as two decoded trees compare: objects by their
     /// members in any order (the last of a repeated key), lists item by item.
     pub fn same(&self, other: &Value<'_, '_>) -> bool {
-        match (&self.node().value, &other.node().value) {
+        match (&self.slot().value, &other.slot().value) {
             (Scalar::Object { .. }, Scalar::Object { .. }) => {
                 self.same_members(other, &|_, ours, theirs| match (ours, theirs) {
                     (Some(ours), Some(theirs)) => ours.same(&theirs),
@@ -240,7 +240,7 @@ pub type SameMember<'f, 't, 'a, 's, 'o> =
 
 /// Walks the direct children of a value, skipping each child's own members.
 struct Children<'t, 'a> {
-    nodes: &'t [Node<'a>],
+    slots: &'t [Slot<'a>],
     next: usize,
     end: usize,
 }
@@ -253,10 +253,10 @@ impl<'t, 'a> Iterator for Children<'t, 'a> {
             return None;
         }
         let value = Value {
-            nodes: self.nodes,
+            slots: self.slots,
             at: self.next,
         };
-        self.next = match value.node().value {
+        self.next = match value.slot().value {
             Scalar::List { end } | Scalar::Object { end } => end,
             _ => self.next + 1,
         };
@@ -279,20 +279,20 @@ impl<'a> Tape<'a> {
     ) -> Result<Tape<'a>, D::Error> {
         // Room for typical settings (a block, a few keys and an env map): the tape grows by
         // copying every node.
-        let mut nodes = Vec::with_capacity(64);
+        let mut slots = Vec::with_capacity(64);
         Push {
-            nodes: &mut nodes,
+            slots: &mut slots,
             key: None,
             lazy: Some(lazy).filter(|lazy| !lazy.is_empty()),
         }
         .deserialize(deserializer)?;
-        Ok(Tape(nodes))
+        Ok(Tape(slots))
     }
 }
 
 /// Pushes one value (and its members) onto the tape.
 struct Push<'v, 'a> {
-    nodes: &'v mut Vec<Node<'a>>,
+    slots: &'v mut Vec<Slot<'a>>,
     key: Option<Cow<'a, str>>,
     /// The rest of the lazy path below this value, if this value is on it.
     lazy: Option<&'static [&'static str]>,
@@ -308,7 +308,7 @@ impl<'de: 'a, 'a> DeserializeSeed<'de> for Push<'_, 'a> {
 
 impl<'a> Push<'_, 'a> {
     fn scalar<E>(self, value: Scalar<'a>) -> Result<(), E> {
-        self.nodes.push(Node {
+        self.slots.push(Slot {
             key: self.key,
             value,
         });
@@ -319,16 +319,16 @@ impl<'a> Push<'_, 'a> {
     fn container<E>(
         self,
         object: bool,
-        each: impl FnOnce(&mut Vec<Node<'a>>) -> Result<(), E>,
+        each: impl FnOnce(&mut Vec<Slot<'a>>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let at = self.nodes.len();
-        self.nodes.push(Node {
+        let at = self.slots.len();
+        self.slots.push(Slot {
             key: self.key,
             value: Scalar::Null,
         });
-        each(self.nodes)?;
-        let end = self.nodes.len();
-        self.nodes[at].value = if object {
+        each(self.slots)?;
+        let end = self.slots.len();
+        self.slots[at].value = if object {
             Scalar::Object { end }
         } else {
             Scalar::List { end }
@@ -378,10 +378,10 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.container(false, |nodes| {
+        self.container(false, |slots| {
             while seq
                 .next_element_seed(Push {
-                    nodes,
+                    slots,
                     key: None,
                     lazy: None,
                 })?
@@ -393,7 +393,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let lazy = self.lazy;
-        self.container(true, |nodes| {
+        self.container(true, |slots| {
             while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                 let below = lazy
                     .and_then(|path| path.split_first())
@@ -402,13 +402,13 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
                 match below {
                     Some([]) => {
                         let text: &'de RawValue = map.next_value()?;
-                        nodes.push(Node {
+                        slots.push(Slot {
                             key: Some(key),
                             value: Scalar::Text(text),
                         });
                     }
                     _ => map.next_value_seed(Push {
-                        nodes,
+                        slots,
                         key: Some(key),
                         lazy: below,
                     })?,
