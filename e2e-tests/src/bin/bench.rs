@@ -98,8 +98,8 @@ fn run() -> Result<()> {
     // The target is the code's size: the annotation adds the metadata and this README's text.
     let module = publish::section::size_without_metadata(&std::fs::read(&args.policy)?)?;
     println!(
-        "module size target ≤ 300 KB (300,000 bytes): {module} bytes without its metadata section: {}",
-        if module <= 300_000 { "met" } else { "MISSED" }
+        "module size target ≤ 350 KB (350,000 bytes): {module} bytes without its metadata section: {}",
+        if module <= 350_000 { "met" } else { "MISSED" }
     );
     println!(
         "Median time per `validate` call through waPC, including the host's copy of payload and answer.\n"
