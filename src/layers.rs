@@ -267,8 +267,8 @@ fn changes(env: &'static [(&'static str, &'static str)]) -> Vec<EnvChange<'stati
         .collect()
 }
 
-/// Two sorted env maps as one, sorted: `over`'s entry wins where both name a variable. (A merge of
-/// the two, not a sort: a sort would add its code to the module for lists this short.)
+/// Two sorted env maps as one, sorted: `over`'s entry wins where both name a variable. Both are
+/// sorted by name already, so one pass merges them.
 fn merged<'a>(over: Vec<EnvChange<'a>>, under: Vec<EnvChange<'a>>) -> Vec<EnvChange<'a>> {
     if under.is_empty() {
         return over;

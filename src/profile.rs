@@ -43,26 +43,7 @@ pub struct Profile<'a> {
 
 /// `template` with each `{count}` replaced by `count`.
 pub fn with_count(template: &str, count: u64) -> String {
-    // Through `fmt`, which the module has anyway: `to_string` inlines its own digit writer.
-    let digits = format!("{count}");
-    let mut name = String::with_capacity(template.len() + digits.len());
-    let mut rest = template;
-    while let Some(at) = rest.find('{') {
-        let (head, tail) = rest.split_at(at);
-        name.push_str(head);
-        rest = match tail.strip_prefix(COUNT) {
-            Some(after) => {
-                name.push_str(&digits);
-                after
-            }
-            None => {
-                name.push('{');
-                tail.get(1..).unwrap_or_default()
-            }
-        };
-    }
-    name.push_str(rest);
-    name
+    template.replace(COUNT, &count.to_string())
 }
 
 /// What stands for the pod's device count in a `deviceClaim` template.
@@ -412,23 +393,14 @@ fn tag_version(image: &str) -> Option<[u64; 3]> {
 }
 
 /// The version `v1.0.8` or `1.0.8` names: three numbers of up to 9 digits, dot-separated.
-/// (By hand: `split` and `parse` cost a kilobyte of module here.)
 fn version(tag: &str) -> Option<[u64; 3]> {
     let tag = tag.strip_prefix('v').unwrap_or(tag);
-    let mut version = [0u64; 3];
-    let (mut part, mut digits) = (0, 0);
-    for byte in tag.bytes() {
-        match byte {
-            b'0'..=b'9' if digits < 9 => {
-                let n = version.get_mut(part)?;
-                *n = *n * 10 + u64::from(byte - b'0');
-                digits += 1;
-            }
-            b'.' if digits > 0 => (part, digits) = (part + 1, 0),
-            _ => return None,
-        }
-    }
-    (part == 2 && digits > 0).then_some(version)
+    let mut numbers = tag.split('.').map(|part| {
+        let digits = (1..=9).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
+        if digits { part.parse().ok() } else { None }
+    });
+    let version = [numbers.next()??, numbers.next()??, numbers.next()??];
+    numbers.next().is_none().then_some(version)
 }
 
 /// A Multus network attachment: `namespace/name`, or `name` for the pod's own namespace.
