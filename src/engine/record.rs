@@ -25,7 +25,9 @@ pub(super) fn write(
         cloud: config.cloud.cloud.name,
         fabric: facts.fabric.name,
         device: facts.profile.device.as_ref().map(|d| d.resource.as_ref()),
-        machine: (facts.node.named)
+        machine: facts
+            .node
+            .named
             .as_ref()
             .map(|(name, from)| (name.as_ref(), *from)),
         containers: &wiring.containers,

@@ -48,7 +48,7 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Facts<'_>) -> Result<Wiri
     // Read found the GPU containers in it.
     let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", "an object"))?;
     let claim = Claim::of(profile, facts.fabric.name);
-    let mut wiring = gpu_containers(spec, facts, claim)?;
+    let mut wiring = each_gpu_container(spec, facts, claim)?;
     add_claim(spec, facts, &mut wiring)?;
     if let Some(sidecar) = &profile.sidecar {
         let skipped = &facts.volumes.skipped;
@@ -67,7 +67,7 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Facts<'_>) -> Result<Wiri
 
 /// Applies the per-container parts to every GPU container, the profile's additions rendered as
 /// JSON text once and copied into each.
-fn gpu_containers<'p>(
+fn each_gpu_container<'p>(
     spec: &mut Object<'_>,
     facts: &'p Facts<'_>,
     claim: Option<Claim<'p>>,
@@ -117,7 +117,9 @@ fn gpu_containers<'p>(
         }
         wiring.devices = wiring.devices.saturating_add(done.devices);
         wiring.mounted.extend(done.mounted);
-        (wiring.shadowed).extend(done.shadowed.into_iter().map(|s| (name.clone(), s)));
+        wiring
+            .shadowed
+            .extend(done.shadowed.into_iter().map(|s| (name.clone(), s)));
         wiring.containers.push(Wired {
             name,
             devices: profile.device.as_ref().map(|_| done.devices),
