@@ -1,14 +1,14 @@
 //! The merge engine: applies any cloud's [`Profile`](crate::profile::Profile) to an opted-in pod,
 //! in place, with the merge rules of behaviour.md §4 and §5. It knows no cloud by name.
 //!
-//! [`inject`] runs four steps in order, each in its own file: [`read`] what the pod has (its GPU
+//! [`inject`] runs four steps in order, each in its own file: `read` what the pod has (its GPU
 //! containers, its machine and so the fabric's profile, its volumes, seccomp profiles and device
-//! counts), [`wire`] the mutations, [`judge`] the warnings, [`record`] what was injected. The
-//! steps are apart so that each reads at once, and so that the order of the mutations, which the
-//! answer's bytes follow, is one list in `wire`, and the order of the warnings one list in
-//! `judge`. The pod is read once: the steps after `read` parse nothing but what they change.
-//! What the mutations are made of is beside them: [`container`] (each GPU container's part),
-//! [`claim`], [`sidecar`], [`volumes`], [`annotations`].
+//! counts, or why it gets nothing), `wire` the mutations, `judge` the warnings, `record` what was
+//! injected. The steps are apart so that each reads at once, and so that the order of the
+//! mutations, which the answer's bytes follow, is one list in `wire`, and the order of the
+//! warnings one list in `judge`. Everything is decided in `read`; `wire` reads only what each
+//! merge compares against. The parts the mutations are made of are beside them: `container`
+//! (each GPU container's), `claim`, `sidecar`, `volumes`, `annotations`.
 
 mod annotations;
 mod claim;
