@@ -12,9 +12,10 @@ use crate::placement::{INSTANCE_TYPE_LABELS, LabelSource, labelled};
 use crate::settings::{CloudSettings, Row};
 use crate::view::Object;
 
-/// What the pod's spec says about the node it will run on.
+/// What the pod's spec says about the node it will run on: its candidate machines and what they
+/// agree on (a vendor's row is a [`crate::clouds::Machine`]).
 #[derive(Debug)]
-pub struct Machine<'a> {
+pub struct NodeFacts<'a> {
     /// The instance types it names, each with its row where the table has one; empty when it
     /// names none.
     pub rows: Vec<(Cow<'a, str>, Option<Row<'a>>)>,
@@ -37,7 +38,7 @@ pub struct Machine<'a> {
 
 /// Reads the machine of the pod whose spec is `spec`. An error is a settings problem in a row of
 /// the instance table the pod names.
-pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine<'a>, Rejection> {
+pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFacts<'a>, Rejection> {
     let cloud = settings.cloud;
     let (types, mut source) = labelled(spec, &INSTANCE_TYPE_LABELS);
     let mut names: Vec<Cow<'a, str>> = types
@@ -141,7 +142,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<Machine
         ([(name, Some(_))], true, Some(source)) => Some((name.clone(), source)),
         _ => None,
     };
-    Ok(Machine {
+    Ok(NodeFacts {
         gpus: fewest(&|row| row.gpus),
         nics: fewest(&Row::nics),
         rows,

@@ -135,6 +135,16 @@ pub(super) fn quantity_rejection(
     }
 }
 
+/// The containers of `spec` that are objects ([`gpu_containers`] has refused the pod otherwise).
+pub(super) fn containers<'o, 'a>(spec: &'o Object<'a>) -> impl Iterator<Item = &'o Object<'a>> {
+    expect_read(spec, "containers", Read::List);
+    let containers = match spec.get("containers") {
+        Some(Node::List(containers)) => containers.as_slice(),
+        _ => &[],
+    };
+    containers.iter().filter_map(Node::as_object)
+}
+
 pub(super) fn container_name(container: &Object<'_>, index: usize) -> String {
     container
         .get("name")

@@ -1,0 +1,142 @@
+//! The first step, read: what the pod has that decides its injection — its GPU containers, the
+//! machine its spec names (and so the fabric and its profile), the profile's volumes it declares
+//! already, its seccomp profiles, its device counts — or why it gets nothing. Nothing here changes
+//! the pod (it is borrowed shared), so the steps after it parse nothing more than they touch.
+//! The reads run in a fixed order: a pod malformed in several places is refused for the first.
+
+use crate::clouds::Fabric;
+use crate::error::Rejection;
+use crate::machine::{self, NodeFacts};
+use crate::merge::{object, text};
+use crate::placement::{self, Placement};
+use crate::profile::Profile;
+use crate::settings::Config;
+use crate::view::Object;
+
+use super::container::{GpuContainer, gpu_containers};
+use super::volumes::Volumes;
+
+const POD_SECCOMP_ANNOTATION: &str = "seccomp.security.alpha.kubernetes.io/pod";
+const CONTAINER_SECCOMP_ANNOTATION: &str = "container.seccomp.security.alpha.kubernetes.io/";
+
+/// What a pod the policy wires has.
+pub(super) struct Facts<'a> {
+    /// Never empty.
+    pub(super) gpu_containers: Vec<GpuContainer>,
+    pub(super) node: NodeFacts<'a>,
+    /// The fabric the machine decides.
+    pub(super) fabric: &'static Fabric,
+    /// The fabric's injection under the settings' and the machine's layers.
+    pub(super) profile: Profile<'a>,
+    pub(super) volumes: Volumes,
+    pub(super) seccomp: Seccomp,
+    /// What the pod's instance types decide for its devices, where the profile has a device.
+    pub(super) placement: Option<Placement>,
+}
+
+/// Why a pod the policy acts on gets nothing (behaviour.md §2, §3.7); [`super::judge`] says it.
+pub(super) enum Declined {
+    /// No container requests GPUs; `claims`: the pod has `spec.resourceClaims`.
+    NoGpus {
+        claims: bool,
+    },
+    Windows,
+    /// The machine decides no fabric; its warnings say why.
+    NoFabric(Vec<String>),
+}
+
+/// Reads the pod for `config`'s injection.
+pub(super) fn pod<'a>(
+    pod: &Object<'_>,
+    config: &Config<'a>,
+) -> Result<Result<Facts<'a>, Declined>, Rejection> {
+    let mut seccomp = Seccomp::annotated(pod)?;
+    let spec = object(pod, "spec")?;
+    let gpu_containers = match spec {
+        Some(spec) => gpu_containers(spec, &config.gpu_resources)?,
+        None => Vec::new(),
+    };
+    let Some(spec) = spec.filter(|_| !gpu_containers.is_empty()) else {
+        let claims = spec.is_some_and(machine::has_claims);
+        return Ok(Err(Declined::NoGpus { claims }));
+    };
+
+    // NCCL and every fabric here are Linux-only, and the API server forbids capabilities,
+    // allowPrivilegeEscalation and seccomp in Windows pods.
+    let os = object(spec, "os").map_err(|e| e.within("spec"))?;
+    if os.and_then(|os| os.get("name")).and_then(text).as_deref() == Some("windows") {
+        return Ok(Err(Declined::Windows));
+    }
+
+    // The machine decides the fabric and changes the injection where the pod names it.
+    let mut node = machine::of(&config.cloud, spec)?;
+    let Some(fabric) = node.fabric else {
+        return Ok(Err(Declined::NoFabric(std::mem::take(&mut node.warnings))));
+    };
+    let profile = config.cloud.profile(fabric, &node.overlay);
+
+    let mut volumes = Volumes::read(spec, &profile.volumes)?;
+    // A DRA-only machine's pod does without some of the fabric's volumes (behaviour.md §3.8).
+    if profile.claim.is_some() {
+        volumes.skip(node.dra_without);
+    }
+    // Not read where an annotation has decided already.
+    if !seccomp.pod {
+        seccomp.pod = object(spec, "securityContext")
+            .map_err(|e| e.within("spec"))?
+            .and_then(|sc| sc.get("seccompProfile"))
+            .is_some_and(|p| !p.is_null());
+    }
+    // Where the pod may run decides its device count.
+    let placement = profile
+        .device
+        .as_ref()
+        .map(|device| placement::place(&config.cloud, device, &node.rows));
+
+    Ok(Ok(Facts {
+        gpu_containers,
+        node,
+        fabric,
+        profile,
+        volumes,
+        seccomp,
+        placement,
+    }))
+}
+
+/// The seccomp profiles the pod sets: a GPU container that has one, by field or by the legacy
+/// annotations, gets none of the policy's. The API server checks the annotations against the
+/// fields: a field that disagrees with them gets the pod refused.
+pub(super) struct Seccomp {
+    /// For the whole pod: `spec.securityContext.seccompProfile` or the pod's annotation.
+    pub(super) pod: bool,
+    /// The containers the annotations name.
+    containers: Vec<String>,
+}
+
+impl Seccomp {
+    /// Whether container `name` has a seccomp profile already.
+    pub(super) fn set_for(&self, name: &str) -> bool {
+        self.pod || self.containers.iter().any(|c| c == name)
+    }
+
+    /// What the legacy annotations set.
+    fn annotated(pod: &Object<'_>) -> Result<Self, Rejection> {
+        let annotations = match object(pod, "metadata")? {
+            Some(m) => object(m, "annotations").map_err(|e| e.within("metadata"))?,
+            None => None,
+        };
+        let mut found = Seccomp {
+            pod: false,
+            containers: Vec::new(),
+        };
+        for key in annotations.into_iter().flat_map(Object::keys) {
+            if key == POD_SECCOMP_ANNOTATION {
+                found.pod = true;
+            } else if let Some(container) = key.strip_prefix(CONTAINER_SECCOMP_ANNOTATION) {
+                found.containers.push(container.to_string());
+            }
+        }
+        Ok(found)
+    }
+}

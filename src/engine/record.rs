@@ -1,0 +1,44 @@
+//! The last step, record: on a pod the policy changed, the record of what was injected
+//! (behaviour.md §2.1, rendered by [`crate::record`]), written under the settings' annotation
+//! over any stale one. Last, and only on a changed pod, so that a second pass changes nothing.
+
+use crate::error::Rejection;
+use crate::merge::object_entry;
+use crate::record::Record;
+use crate::settings::Config;
+use crate::view::{Node, Object};
+
+use super::read::Facts;
+use super::wire::Wiring;
+
+/// The record of a changed pod, as a JSON string, written under `config`'s annotation.
+pub(super) fn write(
+    pod: &mut Object<'_>,
+    config: &Config<'_>,
+    facts: &Facts<'_>,
+    wiring: &Wiring<'_>,
+) -> Result<Option<String>, Rejection> {
+    if !wiring.changed {
+        return Ok(None);
+    }
+    let record = Record {
+        cloud: config.cloud.cloud.name,
+        fabric: facts.fabric.name,
+        device: facts.profile.device.as_ref().map(|d| d.resource.as_ref()),
+        machine: facts
+            .node
+            .named
+            .as_ref()
+            .map(|(name, from)| (name.as_ref(), *from)),
+        containers: &wiring.containers,
+    }
+    .annotation();
+    // The policy's own statement: the one annotation it overwrites.
+    if let Some(key) = &config.record {
+        let metadata = object_entry(pod, "metadata")?;
+        let annotations =
+            object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
+        annotations.insert(key, Node::New(record.clone().into()));
+    }
+    Ok(Some(record))
+}

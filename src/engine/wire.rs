@@ -1,0 +1,155 @@
+//! The second step, wire: the mutations, in the order their text is appended to the pod's JSON,
+//! which the answer's bytes follow — each GPU container's device, cpu request, env, mounts,
+//! hardening and capabilities ([`super::container`]), the pod's DRA claim ([`super::claim`]),
+//! the sidecar, the volumes, the annotations. It words no warning: it says what it did, for
+//! [`super::judge`], the record and the preflight.
+
+use crate::error::{Rejection, malformed};
+use crate::fragment::Block;
+use crate::machine;
+use crate::merge::{Read, expect_read, object_mut};
+use crate::record::Wired;
+use crate::view::{Node, Object};
+
+use super::annotations::annotate;
+use super::claim::Claim;
+use super::container::{Additions, GpuContainer, container_name, inject_container};
+use super::read::Facts;
+use super::sidecar::add_sidecar;
+
+/// What wiring the pod did.
+pub(super) struct Wiring<'p> {
+    pub(super) changed: bool,
+    /// The fabric's devices of every GPU container, summed: the users' counts where they set one.
+    pub(super) devices: u64,
+    /// Each GPU container, in the pod's order, as the record names it.
+    pub(super) containers: Vec<Wired>,
+    /// Those of `containers` (their indexes) that request the device the pod's claim stands for.
+    pub(super) twice: Vec<usize>,
+    /// Each of the policy's mounts left out because a container mounts another volume at its
+    /// path: the container, and that volume's name, ours, and the path.
+    pub(super) shadowed: Vec<(String, (String, &'static str, String))>,
+    /// The pod's claim of the fabric, where the settings give it one.
+    pub(super) claim: Option<Claim<'p>>,
+    /// The template the pod's claim is made from, where it is the settings' (for the preflight).
+    pub(super) claim_template: Option<String>,
+    /// The pod has claims besides the fabric's.
+    pub(super) other_claims: bool,
+    /// The volumes the policy mounted, in containers and the sidecar.
+    mounted: Vec<&'static str>,
+    pub(super) sidecar_added: bool,
+    /// The profile's volumes the pod now declares.
+    pub(super) present: Vec<&'static str>,
+}
+
+/// Merges the profile `facts` hold into `pod`.
+pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Facts<'_>) -> Result<Wiring<'p>, Rejection> {
+    let profile = &facts.profile;
+    // Read found the GPU containers in it.
+    let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", "an object"))?;
+    let claim = Claim::of(profile, facts.fabric.name);
+    let mut wiring = each_gpu_container(spec, facts, claim)?;
+    add_claim(spec, facts, &mut wiring)?;
+    if let Some(sidecar) = &profile.sidecar {
+        let skipped = &facts.volumes.skipped;
+        wiring.sidecar_added = add_sidecar(spec, sidecar, skipped, &mut wiring.mounted)?;
+        wiring.changed |= wiring.sidecar_added;
+    }
+    let (added, present) = facts
+        .volumes
+        .add_missing(spec, &profile.volumes, &wiring.mounted)?;
+    wiring.changed |= added;
+    wiring.present = present;
+    let claimed = wiring.claim.is_some();
+    wiring.changed |= annotate(pod, profile, facts.node.nics, wiring.devices, claimed)?;
+    Ok(wiring)
+}
+
+/// Applies the per-container parts to every GPU container, the profile's additions rendered as
+/// JSON text once and copied into each.
+fn each_gpu_container<'p>(
+    spec: &mut Object<'_>,
+    facts: &'p Facts<'_>,
+    claim: Option<Claim<'p>>,
+) -> Result<Wiring<'p>, Rejection> {
+    let profile = &facts.profile;
+    let skipped = &facts.volumes.skipped;
+    let additions = Additions {
+        profile,
+        count: facts.placement.as_ref().map(|p| p.count),
+        claimed: claim.is_some(),
+        env: Block::new(profile.env.iter()),
+        mounts: Block::new(
+            profile
+                .mounts
+                .iter()
+                .filter(|m| !skipped.contains(&m.volume)),
+        ),
+    };
+    let mut wiring = Wiring {
+        changed: false,
+        devices: 0,
+        containers: Vec::with_capacity(facts.gpu_containers.len()),
+        twice: Vec::new(),
+        shadowed: Vec::new(),
+        claim,
+        claim_template: None,
+        other_claims: false,
+        mounted: Vec::new(),
+        sidecar_added: false,
+        present: Vec::new(),
+    };
+    expect_read(spec, "containers", Read::List);
+    let Some(Node::List(containers)) = spec.get_mut("containers") else {
+        return Err(malformed("spec.containers", "a list"));
+    };
+    for &GpuContainer { index, gpus, .. } in &facts.gpu_containers {
+        let Some(Node::Object(container)) = containers.get_mut(index) else {
+            continue;
+        };
+        let name = container_name(container, index);
+        let seccomp_set = facts.seccomp.set_for(&name);
+        let done = inject_container(container, &name, gpus, &additions, seccomp_set)
+            .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
+        wiring.changed |= done.changed;
+        if done.twice {
+            wiring.twice.push(wiring.containers.len());
+        }
+        wiring.devices = wiring.devices.saturating_add(done.devices);
+        wiring.mounted.extend(done.mounted);
+        wiring
+            .shadowed
+            .extend(done.shadowed.into_iter().map(|s| (name.clone(), s)));
+        wiring.containers.push(Wired {
+            name,
+            devices: profile.device.as_ref().map(|_| done.devices),
+            claim: None,
+        });
+    }
+    Ok(wiring)
+}
+
+/// Adds the pod's claim of the fabric, made for its device count, where the settings give it
+/// one, and names it in every GPU container's record.
+fn add_claim(
+    spec: &mut Object<'_>,
+    facts: &Facts<'_>,
+    wiring: &mut Wiring<'_>,
+) -> Result<(), Rejection> {
+    let Some(claim) = &wiring.claim else {
+        wiring.other_claims = machine::has_claims(spec);
+        return Ok(());
+    };
+    let count = match facts.profile.device {
+        Some(_) => wiring.devices,
+        None => Claim::nics(&facts.profile, facts.node.nics),
+    };
+    let added = claim.add(spec, &facts.gpu_containers, count)?;
+    wiring.changed |= added.changed;
+    wiring.other_claims = added.others;
+    wiring.claim_template = added.template;
+    for wired in &mut wiring.containers {
+        wired.claim = Some(added.name.clone());
+    }
+    Ok(())
+}
