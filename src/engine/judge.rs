@@ -8,7 +8,7 @@ use crate::placement;
 use crate::profile::{Sidecar, Source, Volume};
 use crate::settings::Config;
 
-use super::read::{Declined, Facts};
+use super::read::{Declined, Reading};
 use super::wire::Wiring;
 
 /// The one warning of a pod the policy acts on that gets nothing.
@@ -39,7 +39,7 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Vec<String> {
 }
 
 /// The warnings of a pod the policy wired.
-pub(super) fn warnings(facts: &Facts<'_>, config: &Config<'_>, wiring: &Wiring<'_>) -> Vec<String> {
+pub(super) fn warnings(facts: &Reading<'_>, config: &Config<'_>, wiring: &Wiring<'_>) -> Vec<String> {
     let profile = &facts.profile;
     let mut warnings = Vec::new();
     warnings.extend(facts.node.warnings.iter().cloned());
@@ -78,7 +78,7 @@ pub(super) fn warnings(facts: &Facts<'_>, config: &Config<'_>, wiring: &Wiring<'
 }
 
 /// The settings give a fabric a DRA claim, but the pod's machine gets another, which has none.
-fn claim_elsewhere(facts: &Facts<'_>, config: &Config<'_>) -> Option<String> {
+fn claim_elsewhere(facts: &Reading<'_>, config: &Config<'_>) -> Option<String> {
     if facts.profile.claim.is_some() || facts.node.rows.is_empty() {
         return None;
     }
@@ -90,7 +90,7 @@ fn claim_elsewhere(facts: &Facts<'_>, config: &Config<'_>) -> Option<String> {
 }
 
 /// The fabric needs the whole node, and the pod asks for fewer GPUs than the node has.
-fn smaller_than_the_node(facts: &Facts<'_>) -> Option<String> {
+fn smaller_than_the_node(facts: &Reading<'_>) -> Option<String> {
     let whole = facts.profile.whole_node?;
     let gpus = facts
         .gpu_containers

@@ -20,7 +20,7 @@ const POD_SECCOMP_ANNOTATION: &str = "seccomp.security.alpha.kubernetes.io/pod";
 const CONTAINER_SECCOMP_ANNOTATION: &str = "container.seccomp.security.alpha.kubernetes.io/";
 
 /// What a pod the policy wires has.
-pub(super) struct Facts<'a> {
+pub(super) struct Reading<'a> {
     /// Never empty.
     pub(super) gpu_containers: Vec<GpuContainer>,
     pub(super) node: NodeFacts<'a>,
@@ -49,7 +49,7 @@ pub(super) enum Declined {
 pub(super) fn pod<'a>(
     pod: &Object<'_>,
     config: &Config<'a>,
-) -> Result<Result<Facts<'a>, Declined>, Rejection> {
+) -> Result<Result<Reading<'a>, Declined>, Rejection> {
     let mut seccomp = Seccomp::annotated(pod)?;
     let spec = object(pod, "spec")?;
     let gpu_containers = match spec {
@@ -93,7 +93,7 @@ pub(super) fn pod<'a>(
         .as_ref()
         .map(|device| placement::place(&config.cloud, device, &node.rows));
 
-    Ok(Ok(Facts {
+    Ok(Ok(Reading {
         gpu_containers,
         node,
         fabric,

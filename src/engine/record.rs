@@ -8,14 +8,14 @@ use crate::record::Record;
 use crate::settings::Config;
 use crate::view::{Node, Object};
 
-use super::read::Facts;
+use super::read::Reading;
 use super::wire::Wiring;
 
 /// The record of a changed pod, as a JSON string, written under `config`'s annotation.
 pub(super) fn write(
     pod: &mut Object<'_>,
     config: &Config<'_>,
-    facts: &Facts<'_>,
+    facts: &Reading<'_>,
     wiring: &Wiring<'_>,
 ) -> Result<Option<String>, Rejection> {
     if !wiring.changed {

@@ -14,7 +14,7 @@ use crate::view::{Node, Object};
 use super::annotations::annotate;
 use super::claim::Claim;
 use super::container::{Additions, GpuContainer, container_name, inject_container};
-use super::read::Facts;
+use super::read::Reading;
 use super::sidecar::add_sidecar;
 
 /// What wiring the pod did.
@@ -43,7 +43,7 @@ pub(super) struct Wiring<'p> {
 }
 
 /// Merges the profile `facts` hold into `pod`.
-pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Facts<'_>) -> Result<Wiring<'p>, Rejection> {
+pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wiring<'p>, Rejection> {
     let profile = &facts.profile;
     // Read found the GPU containers in it.
     let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", "an object"))?;
@@ -69,7 +69,7 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Facts<'_>) -> Result<Wiri
 /// JSON text once and copied into each.
 fn each_gpu_container<'p>(
     spec: &mut Object<'_>,
-    facts: &'p Facts<'_>,
+    facts: &'p Reading<'_>,
     claim: Option<Claim<'p>>,
 ) -> Result<Wiring<'p>, Rejection> {
     let profile = &facts.profile;
@@ -133,7 +133,7 @@ fn each_gpu_container<'p>(
 /// one, and names it in every GPU container's record.
 fn add_claim(
     spec: &mut Object<'_>,
-    facts: &Facts<'_>,
+    facts: &Reading<'_>,
     wiring: &mut Wiring<'_>,
 ) -> Result<(), Rejection> {
     let Some(claim) = &wiring.claim else {
