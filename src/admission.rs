@@ -1,16 +1,16 @@
 //! The policy's two calls as pure functions from payload bytes to answer bytes: decode, dispatch,
 //! encode. Every input gets an answer; nothing here can trap the module.
 
-use crate::tape::Tape;
+use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
 use crate::engine::{self, Outcome};
-use crate::lenient;
-use crate::peek::Envelope;
+use crate::json::envelope::Envelope;
+use crate::json::lenient;
+use crate::json::object;
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config, SettingsError};
 use crate::trigger::{self, Decision};
-use crate::view;
 
 /// The answer to one admission request.
 #[derive(Debug, PartialEq)]
@@ -121,7 +121,7 @@ fn inject(
     warning: Option<String>,
     preflight: Option<(&str, Host<'_>)>,
 ) -> Verdict {
-    let mut pod = match view::read_request_object(payload, request, &engine::POD) {
+    let mut pod = match object::read_request_object(payload, request, &engine::POD) {
         Ok(pod) => pod,
         Err(rejection) => return reject(rejection.to_string()),
     };
@@ -237,7 +237,7 @@ mod tests {
             let answer = encode(Verdict::Mutate {
                 pod: pod.to_vec(),
                 warnings: warnings.clone(),
-                record: record.map(crate::fragment::render_string),
+                record: record.map(crate::json::write::render_string),
             });
             let response: ValidationResponse = serde_json::from_slice(&answer).unwrap();
             assert!(response.accepted && response.message.is_none() && response.code.is_none());

@@ -6,11 +6,11 @@ use std::borrow::Cow;
 
 use crate::clouds::{ACCELERATOR_LABEL, Fabric};
 use crate::error::Rejection;
+use crate::json::object::Object;
 use crate::layers::Overlay;
 use crate::merge::{Read, expect_read};
 use crate::placement::{INSTANCE_TYPE_LABELS, LabelSource, labelled};
 use crate::settings::{CloudSettings, Row};
-use crate::view::Object;
 
 /// What the pod's spec says about the node it will run on: its candidate machines and what they
 /// agree on (a vendor's row is a [`crate::clouds::Machine`]).
@@ -160,5 +160,5 @@ pub fn has_claims(spec: &Object<'_>) -> bool {
     expect_read(spec, "resourceClaims", Read::Text);
     spec.get("resourceClaims")
         .and_then(|node| node.raw())
-        .is_some_and(|raw| !crate::lenient::items(raw).is_empty())
+        .is_some_and(|raw| !crate::json::lenient::items(raw).is_empty())
 }

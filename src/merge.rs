@@ -2,7 +2,7 @@
 //! user wrote, and says whether it changed anything. "Nothing changed" is how a second pass over
 //! the policy's own output accepts the pod as it is.
 //!
-//! They work on the [`view`](crate::view) of the pod: objects the engine descends into are parsed,
+//! They work on the [`view`](crate::json::object) of the pod: objects the engine descends into are parsed,
 //! lists it only reads and extends (`env`, `volumeMounts`, `capabilities.add`, `volumes`,
 //! `initContainers`) stay text, read leniently item by item and extended by splicing. Absent and
 //! `null` mean the same (Kubernetes omits empty fields); any other wrong JSON type is an error,
@@ -13,11 +13,11 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
-use crate::fragment::{Block, joined, render_string};
-use crate::lenient::{Entry, Items, Lenient, Loose, Text, read};
+use crate::json::lenient::{Entry, Items, Lenient, Loose, Text, read};
+use crate::json::object::{Member, Node, Object, Shape};
+use crate::json::tape::{Tape, Value};
+use crate::json::write::{RenderedItems, joined, render_string};
 use crate::profile::{EnvVar, Mount, Volume};
-use crate::tape::{Tape, Value};
-use crate::view::{Member, Node, Object, Shape};
 
 /// How the engine reads a member, which must be how the view's shape reads it: a key read as an
 /// object that the shape keeps as text would make every pod that has it "malformed", and a list
@@ -120,7 +120,7 @@ pub fn raw_items<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<&'a RawValue>
     let Some(list) = list_text(parent, key)? else {
         return Ok(Vec::new());
     };
-    crate::lenient::list(list.get())
+    crate::json::lenient::list(list.get())
         .ok()
         .flatten()
         .ok_or_else(|| malformed(key, "a list"))
@@ -177,7 +177,7 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
 pub fn add_env(
     container: &mut Object<'_>,
-    vars: &Block<'_, EnvVar<'_>>,
+    vars: &RenderedItems<'_, EnvVar<'_>>,
 ) -> Result<bool, Rejection> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
@@ -189,7 +189,7 @@ pub fn add_env(
 /// `/dev/shm` stays, whatever volume backs it. Returns the volumes it mounted.
 pub fn add_mounts<'m, 'a>(
     container: &mut Object<'_>,
-    mounts: &Block<'m, Mount<'a>>,
+    mounts: &RenderedItems<'m, Mount<'a>>,
 ) -> Result<Mounted<'m, 'a>, Rejection> {
     let existing = items::<Entry<'_>>(container, "volumeMounts")?;
     let free = |mount: &Mount| {
@@ -335,8 +335,8 @@ fn same_member(a: Option<Value<'_, '_>>, b: Option<Value<'_, '_>>) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::json::object::{Member, Shape};
     use crate::profile::{mount, var};
-    use crate::view::{Member, Shape};
     use serde_json::{Value, json};
 
     const LEAF: Shape = Shape { members: &[] };
@@ -347,7 +347,7 @@ pub(crate) mod tests {
         members: &[("securityContext", Member::Object(&SECURITY))],
     };
 
-    /// The payload of a request whose object is `container`, for `crate::view::read_object`.
+    /// The payload of a request whose object is `container`, for `crate::json::object::read_object`.
     pub fn payload(object: &Value) -> String {
         json!({"request": {"object": object}}).to_string()
     }
@@ -355,7 +355,7 @@ pub(crate) mod tests {
     /// Runs `change` on `container` and returns its result and the container written back.
     fn changed<R>(container: Value, change: impl FnOnce(&mut Object<'_>) -> R) -> (R, Value) {
         let bytes = payload(&container);
-        let mut object = crate::view::read_object(&bytes, &CONTAINER).unwrap();
+        let mut object = crate::json::object::read_object(&bytes, &CONTAINER).unwrap();
         let result = change(&mut object);
         let mut out = Vec::new();
         object.write(&mut out);
@@ -365,7 +365,7 @@ pub(crate) mod tests {
     const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];
 
     fn add_vars(c: &mut Object<'_>) -> Result<bool, Rejection> {
-        add_env(c, &Block::new(VARS))
+        add_env(c, &RenderedItems::new(VARS))
     }
 
     #[test]
@@ -385,7 +385,7 @@ pub(crate) mod tests {
     fn nothing_to_add_creates_nothing() {
         let (results, c) = changed(json!({"env": null}), |c| {
             (
-                add_mounts(c, &Block::new([])).unwrap().volumes,
+                add_mounts(c, &RenderedItems::new([])).unwrap().volumes,
                 add_capabilities(c, &[]).unwrap(),
             )
         });
@@ -400,7 +400,7 @@ pub(crate) mod tests {
     fn mounts_skip_a_taken_path_or_name() {
         let shm = mount!("nv-shared-memory", "/dev/shm");
         let topo = mount!("nccl-topo", "/etc/nccl", read_only);
-        let ours = Block::new([&shm, &topo]);
+        let ours = RenderedItems::new([&shm, &topo]);
         let user = json!({"volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "nccl-topo", "mountPath": "/topo"}]});
         let (mounted, c) = changed(user.clone(), |c| add_mounts(c, &ours).unwrap());
         assert!(mounted.volumes.is_empty());

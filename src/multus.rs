@@ -3,10 +3,10 @@
 //! The user's own value is kept as written (their other networks included) and only the missing
 //! attachments of our network are appended, in whichever of Multus's two forms the value uses.
 
-use crate::lenient::Members;
+use crate::json::lenient::Members;
 
 use crate::error::{MAX_NETWORKS, Rejection};
-use crate::fragment::{push_escaped, render_string};
+use crate::json::write::{push_escaped, render_string};
 use crate::profile::Network;
 
 pub const ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
@@ -88,7 +88,7 @@ fn merge_json(
     let unreadable = || Rejection::UnreadableNetworks {
         value: existing.chars().take(200).collect(),
     };
-    let entries = crate::lenient::list(existing)
+    let entries = crate::json::lenient::list(existing)
         .ok()
         .flatten()
         .ok_or_else(unreadable)?;
@@ -96,7 +96,7 @@ fn merge_json(
     let present = entries
         .iter()
         .filter(|entry| {
-            let entry = crate::lenient::members(entry);
+            let entry = crate::json::lenient::members(entry);
             field(&entry, "name").as_deref() == Some(name)
                 && field(&entry, "namespace").as_deref() == namespace
         })
@@ -126,7 +126,7 @@ fn merge_json(
 
 /// An entry's string field; `None` when absent or not a string.
 fn field<'a>(entry: &Members<'a>, key: &str) -> Option<std::borrow::Cow<'a, str>> {
-    entry.get(key).and_then(crate::lenient::string)
+    entry.get(key).and_then(crate::json::lenient::string)
 }
 
 #[cfg(test)]

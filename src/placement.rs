@@ -9,12 +9,12 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::lenient::{items, members, string};
+use crate::json::lenient::{items, members, string};
+use crate::json::object::Object;
 use crate::merge::{Read, expect_read};
 use crate::profile::{Device, DeviceCount};
 use crate::ratio::Ratio;
 use crate::settings::{CloudSettings, Row};
-use crate::view::Object;
 
 /// The node labels that name an instance type, the current one first.
 pub const INSTANCE_TYPE_LABELS: [&str; 2] = [

@@ -12,8 +12,8 @@
 
 use std::borrow::Cow;
 
-use crate::fragment::push_string;
-use crate::lenient::{Loose, Members, items, members, read, string};
+use crate::json::lenient::{Loose, Members, items, members, read, string};
+use crate::json::write::push_string;
 use crate::profile::{Profile, Source};
 
 /// What the settings' `preflight` asks for.

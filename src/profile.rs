@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::fragment::{Fragment, push_joined, push_string, push_strings};
+use crate::json::write::{Fragment, push_joined, push_string, push_strings};
 use crate::ratio::Ratio;
 
 /// Everything a cloud adds to an opted-in pod.
@@ -28,7 +28,7 @@ pub struct Profile<'a> {
     /// A native sidecar appended to `spec.initContainers`.
     pub sidecar: Option<Sidecar<'a>>,
     /// Pod annotations set where absent: the key, and the value as its JSON string text, escaped
-    /// at compile time ([`json_string!`](crate::fragment::json_string)): the tables' own.
+    /// at compile time ([`json_string!`](crate::json::write::json_string)): the tables' own.
     pub annotations: Vec<(&'static str, &'static str)>,
     /// GKE's multi-network annotation: the fabric's NICs on their networks.
     pub interfaces: Option<Interfaces<'a>>,

@@ -4,7 +4,7 @@
 //! `"1500m"` and `1000` may arrive as `"1k"`: the whole grammar is read, exactly, and anything that
 //! is not a non-negative whole number is an error rather than a guess.
 
-use crate::tape::Tape;
+use crate::json::tape::Tape;
 
 /// Why a quantity is not a device count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ impl QuantityError {
 
 /// The whole number that a quantity's JSON text (a string or a number) stands for.
 pub fn whole(json: &str) -> Result<u64, QuantityError> {
-    let Ok(tape) = crate::lenient::read::<Tape<'_>>(json) else {
+    let Ok(tape) = crate::json::lenient::read::<Tape<'_>>(json) else {
         return Err(QuantityError::NotAQuantity);
     };
     let value = tape.root();

@@ -2,7 +2,7 @@
 //! in a fixed order, written on the pod under the settings' `recordAnnotation` and sent as the
 //! answer's audit annotation [`AUDIT_KEY`]. Written by hand, as the rest of the policy's text is.
 
-use crate::fragment::{is_plain, push_escaped, push_string, render_string};
+use crate::json::write::{is_plain, push_escaped, push_string, render_string};
 use crate::placement::LabelSource;
 
 /// The audit annotation's key: without a domain, since the API server stores it as

@@ -1,7 +1,7 @@
 //! When the policy acts (behaviour.md §2): a Pod CREATE, opted in by the trigger annotation, owned
 //! as configured. Decided from the peeked metadata alone.
 
-use crate::peek::{PodPeek, Request};
+use crate::json::envelope::{PodPeek, Request};
 use crate::settings::Common;
 
 #[derive(Debug, PartialEq, Eq)]

@@ -2754,8 +2754,8 @@ proptest! {
         let expected = answer_of(admission::evaluate(&compact));
         for (bytes, found) in layouts {
             let text = std::str::from_utf8(&bytes).unwrap();
-            let envelope: multinode_networking_policy::peek::Envelope<'_> =
-                multinode_networking_policy::lenient::read(text).unwrap();
+            let envelope: multinode_networking_policy::json::envelope::Envelope<'_> =
+                multinode_networking_policy::json::lenient::read(text).unwrap();
             prop_assert_eq!(envelope.request_text(text).is_some(), found, "{}", text);
             prop_assert_eq!(answer_of(admission::evaluate(&bytes)), expected.clone(), "{}", text);
         }

@@ -6,10 +6,10 @@
 use std::borrow::Cow;
 
 use crate::error::{Rejection, malformed};
+use crate::json::object::{Node, Object};
 use crate::merge::{object_entry, set_if_absent, text};
 use crate::multus;
 use crate::profile::Profile;
-use crate::view::{Node, Object};
 
 /// GKE's multi-network annotation.
 const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";

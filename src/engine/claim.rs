@@ -4,12 +4,12 @@
 //! change after creation; the policy acts only on CREATE (§2).
 
 use crate::error::Rejection;
-use crate::fragment::{push_string, render_string};
+use crate::json::lenient::Entry;
+use crate::json::object::{Node, Object};
+use crate::json::write::{push_string, render_string};
 use crate::k8s_names::is_dns1123_subdomain;
-use crate::lenient::Entry;
 use crate::merge::{Read, append, expect_read, items, names, object_entry};
 use crate::profile::{DeviceClaim, Profile, with_count};
-use crate::view::{Node, Object};
 
 use super::container::GpuContainer;
 

@@ -7,15 +7,15 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use crate::error::{Rejection, malformed};
-use crate::fragment::{Block, render_string};
-use crate::lenient::Text;
+use crate::json::lenient::Text;
+use crate::json::object::{Node, Object};
+use crate::json::write::{RenderedItems, render_string};
 use crate::merge::{
     Read, add_capabilities, add_env, add_mounts, added_capabilities, expect_read, json_text,
     object, object_entry, same_capability, set_if_absent, text,
 };
 use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile};
 use crate::quantity::{self, QuantityError};
-use crate::view::{Node, Object};
 
 /// The profile's per-container additions, with their JSON text.
 pub(super) struct Additions<'p, 'a> {
@@ -24,8 +24,8 @@ pub(super) struct Additions<'p, 'a> {
     pub(super) count: Option<DeviceCount>,
     /// The device comes through the pod's DRA claim (behaviour.md §3.8): counted, not requested.
     pub(super) claimed: bool,
-    pub(super) env: Block<'p, EnvVar<'a>>,
-    pub(super) mounts: Block<'p, Mount<'a>>,
+    pub(super) env: RenderedItems<'p, EnvVar<'a>>,
+    pub(super) mounts: RenderedItems<'p, Mount<'a>>,
 }
 
 /// What injecting one container did.

@@ -39,7 +39,11 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Vec<String> {
 }
 
 /// The warnings of a pod the policy wired.
-pub(super) fn warnings(facts: &Reading<'_>, config: &Config<'_>, wiring: &Wiring<'_>) -> Vec<String> {
+pub(super) fn warnings(
+    facts: &Reading<'_>,
+    config: &Config<'_>,
+    wiring: &Wiring<'_>,
+) -> Vec<String> {
     let profile = &facts.profile;
     let mut warnings = Vec::new();
     warnings.extend(facts.node.warnings.iter().cloned());

@@ -21,9 +21,9 @@ mod volumes;
 mod wire;
 
 use crate::error::Rejection;
+use crate::json::object::{Member, Object, Shape};
 use crate::preflight::{self, Reference};
 use crate::settings::Config;
-use crate::view::{Member, Object, Shape};
 
 /// The objects of a pod the engine reads members of or adds members to; the view parses these
 /// and keeps everything else as the request's text.

@@ -6,12 +6,12 @@
 
 use crate::clouds::Fabric;
 use crate::error::Rejection;
+use crate::json::object::Object;
 use crate::machine::{self, NodeFacts};
 use crate::merge::{object, text};
 use crate::placement::{self, Placement};
 use crate::profile::Profile;
 use crate::settings::Config;
-use crate::view::Object;
 
 use super::container::{GpuContainer, gpu_containers};
 use super::volumes::Volumes;

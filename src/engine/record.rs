@@ -3,10 +3,10 @@
 //! over any stale one. Last, and only on a changed pod, so that a second pass changes nothing.
 
 use crate::error::Rejection;
+use crate::json::object::{Node, Object};
 use crate::merge::object_entry;
 use crate::record::Record;
 use crate::settings::Config;
-use crate::view::{Node, Object};
 
 use super::read::Reading;
 use super::wire::Wiring;

@@ -5,9 +5,9 @@
 use std::borrow::Cow;
 
 use crate::error::Rejection;
+use crate::json::object::Object;
 use crate::merge::{append, names, text};
 use crate::profile::Sidecar;
-use crate::view::Object;
 
 use super::container::containers;
 

@@ -13,7 +13,7 @@ const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
 pub(super) fn inject<'a>(pod: &mut Value, config: &Config<'a>) -> Result<Outcome<'a>, Rejection> {
     let bytes = crate::merge::tests::payload(pod);
-    let mut view = crate::view::read_object(&bytes, &POD)?;
+    let mut view = crate::json::object::read_object(&bytes, &POD)?;
     let outcome = super::inject(&mut view, config)?;
     let mut out = Vec::new();
     view.write(&mut out);

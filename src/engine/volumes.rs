@@ -6,11 +6,11 @@
 use std::borrow::Cow;
 
 use crate::error::Rejection;
-use crate::fragment::Block;
-use crate::lenient::{Entry, Loose, read};
+use crate::json::lenient::{Entry, Loose, read};
+use crate::json::object::Object;
+use crate::json::write::RenderedItems;
 use crate::merge::{append, items, names, raw_items, same_volume};
 use crate::profile::Volume;
-use crate::view::Object;
 
 use super::container::containers;
 
@@ -81,7 +81,7 @@ impl Volumes {
         } else {
             users_mounts(spec)
         };
-        let missing = Block::new(
+        let missing = RenderedItems::new(
             wanted
                 .into_iter()
                 .filter(|v| mounted.contains(&v.name) || users_mounts.iter().any(|m| m == v.name)),

@@ -5,11 +5,11 @@
 //! [`super::judge`], the record and the preflight.
 
 use crate::error::{Rejection, malformed};
-use crate::fragment::Block;
+use crate::json::object::{Node, Object};
+use crate::json::write::RenderedItems;
 use crate::machine;
 use crate::merge::{Read, expect_read, object_mut};
 use crate::record::Wired;
-use crate::view::{Node, Object};
 
 use super::annotations::annotate;
 use super::claim::Claim;
@@ -43,7 +43,10 @@ pub(super) struct Wiring<'p> {
 }
 
 /// Merges the profile `facts` hold into `pod`.
-pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wiring<'p>, Rejection> {
+pub(super) fn pod<'p>(
+    pod: &mut Object<'_>,
+    facts: &'p Reading<'_>,
+) -> Result<Wiring<'p>, Rejection> {
     let profile = &facts.profile;
     // Read found the GPU containers in it.
     let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", "an object"))?;
@@ -78,8 +81,8 @@ fn each_gpu_container<'p>(
         profile,
         count: facts.placement.as_ref().map(|p| p.count),
         claimed: claim.is_some(),
-        env: Block::new(profile.env.iter()),
-        mounts: Block::new(
+        env: RenderedItems::new(profile.env.iter()),
+        mounts: RenderedItems::new(
             profile
                 .mounts
                 .iter()

@@ -10,11 +10,12 @@ use super::reader::{Reader, show};
 use super::{INSTANCE_TYPES, MAX_PER_GPU, Rows, UserRow};
 use crate::clouds::{Cloud, DEVICE_CLAIM_KEY, Fabric};
 use crate::error::Path;
+use crate::json::JsonType;
+use crate::json::lenient::read;
+use crate::json::tape::{Tape, Value};
 use crate::k8s_names::{is_capability, is_qualified_name_part};
 use crate::layers::{Overlay, Set};
-use crate::lenient::read;
 use crate::merge::same_capability;
-use crate::tape::{JsonType, Tape, Value};
 
 const ENABLED: &str = "enabled";
 const FABRIC: &str = "fabric";

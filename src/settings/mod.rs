@@ -16,13 +16,14 @@ use std::borrow::Cow;
 
 use crate::clouds::{self, Cloud, Fabric, Machine};
 use crate::error::Path;
+use crate::json::JsonType;
+use crate::json::lenient::read;
+use crate::json::tape::{Tape, Value};
 use crate::k8s_names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
 use crate::layers::{self, Overlay};
-use crate::lenient::read;
 use crate::preflight::Mode;
 use crate::profile::Profile;
 use crate::ratio::Ratio;
-use crate::tape::{JsonType, Tape, Value};
 use block::Place;
 use reader::Reader;
 use serde_json::value::RawValue;
@@ -158,7 +159,7 @@ impl<'a> CloudSettings<'a> {
     pub fn counts(&self, resource: Option<&str>) -> bool {
         let settings = self
             .instance_types
-            .is_some_and(|t| !crate::lenient::members(t).0.is_empty());
+            .is_some_and(|t| !crate::json::lenient::members(t).0.is_empty());
         let built_in = resource == self.cloud.plugin
             && self.cloud.machines.iter().any(|m| m.devices.is_some());
         settings || built_in
@@ -478,7 +479,7 @@ fn user_row<'a>(
     table: &'a RawValue,
     name: &str,
 ) -> Result<Option<(Cow<'a, str>, UserRow<'a>)>, String> {
-    let rows = crate::lenient::members(table);
+    let rows = crate::json::lenient::members(table);
     let Some((key, text)) = rows.0.iter().rev().find(|(key, _)| key == name) else {
         return Ok(None);
     };

@@ -8,11 +8,12 @@ use std::fmt::Display;
 
 use crate::clouds::{Kind, Param};
 use crate::error::Path;
-use crate::fragment::render_string;
+use crate::json::JsonType;
+use crate::json::tape::Value;
+use crate::json::write::render_string;
 use crate::k8s_names::{is_dns1123_label, is_dns1123_subdomain, is_env_name};
 use crate::profile::{DeviceClaim, EnvChange, with_count};
 use crate::ratio::{MAX_DECIMALS, Ratio};
-use crate::tape::{JsonType, Value};
 
 use super::MAX_PER_GPU;
 

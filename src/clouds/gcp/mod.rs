@@ -13,7 +13,7 @@ mod tcpxo;
 use std::borrow::Cow;
 
 use super::{Accelerator, Cloud, Facts, Key, Kind, Machine};
-use crate::fragment::json_string;
+use crate::json::write::json_string;
 use crate::k8s_names::{is_dns1123_subdomain, is_image_reference};
 use crate::profile::Profile;
 

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
-use crate::fragment::json_string;
+use crate::json::write::json_string;
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, StartupProbe, Volume, WholeNode, mount,
     var,

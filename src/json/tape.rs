@@ -13,7 +13,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::view::Key;
+use super::{JsonType, Name};
 
 /// A JSON document as a tape.
 #[derive(Debug, Clone)]
@@ -52,30 +52,6 @@ enum Scalar<'a> {
     },
     /// A value at a lazy path, as its text.
     Text(&'a RawValue),
-}
-
-/// The JSON types, as messages name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JsonType {
-    Null,
-    Bool,
-    Number,
-    String,
-    List,
-    Object,
-}
-
-impl JsonType {
-    pub fn name(self) -> &'static str {
-        match self {
-            JsonType::Null => "null",
-            JsonType::Bool => "a boolean",
-            JsonType::Number => "a number",
-            JsonType::String => "a string",
-            JsonType::List => "a list",
-            JsonType::Object => "an object",
-        }
-    }
 }
 
 /// A value on a tape.
@@ -394,7 +370,7 @@ impl<'de: 'a, 'a> Visitor<'de> for Push<'_, 'a> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let lazy = self.lazy;
         self.container(true, |slots| {
-            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            while let Some(Name(key)) = map.next_key::<Name<'de>>()? {
                 let below = lazy
                     .and_then(|path| path.split_first())
                     .filter(|(first, _)| **first == "*" || **first == key)
@@ -426,7 +402,7 @@ mod tests {
     use serde_json::Value as Json;
 
     fn tape(text: &str) -> Tape<'_> {
-        crate::lenient::read(text).expect("JSON")
+        crate::json::lenient::read(text).expect("JSON")
     }
 
     /// JSON values with few distinct keys and scalars, so that equal pairs are common.

@@ -11,14 +11,14 @@ pub trait Fragment {
 }
 
 /// Items the policy adds to every GPU container, as one JSON text per request. A container that
-/// has none of them (the usual case) gets the whole block copied in.
+/// has none of them (the usual case) gets the whole text copied in.
 #[derive(Debug)]
-pub struct Block<'p, T> {
+pub struct RenderedItems<'p, T> {
     text: String,
     items: Vec<(&'p T, Range<usize>)>,
 }
 
-impl<'p, T: Fragment> Block<'p, T> {
+impl<'p, T: Fragment> RenderedItems<'p, T> {
     pub fn new(items: impl IntoIterator<Item = &'p T>) -> Self {
         let mut text = String::new();
         let mut ranges = Vec::new();
@@ -30,7 +30,7 @@ impl<'p, T: Fragment> Block<'p, T> {
             text.push_str(&item.json());
             ranges.push((item, start..text.len()));
         }
-        Block {
+        RenderedItems {
             text,
             items: ranges,
         }
@@ -189,8 +189,8 @@ pub const fn string_bytes<const N: usize>(value: &str) -> [u8; N] {
 macro_rules! json_string {
     ($value:expr) => {{
         const VALUE: &str = $value;
-        const BYTES: [u8; $crate::fragment::string_len(VALUE)] =
-            $crate::fragment::string_bytes(VALUE);
+        const BYTES: [u8; $crate::json::write::string_len(VALUE)] =
+            $crate::json::write::string_bytes(VALUE);
         const TEXT: &str = match ::std::str::from_utf8(&BYTES) {
             Ok(text) => text,
             Err(_) => panic!("escaping split a character"),
@@ -276,7 +276,7 @@ mod tests {
     #[test]
     fn a_block_copies_what_is_kept() {
         let vars = [Var("A", "1"), Var("B", "2"), Var("C", "3")];
-        let block = Block::new(&vars);
+        let block = RenderedItems::new(&vars);
         let all = r#"{"name":"A","value":"1"},{"name":"B","value":"2"},{"name":"C","value":"3"}"#;
         assert_eq!(block.text_of(|_| true), all);
         assert_eq!(

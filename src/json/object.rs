@@ -13,6 +13,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::Name;
 use crate::error::{Path, Rejection, malformed};
 
 /// Which members of an object are parsed; all others are kept as text.
@@ -60,7 +61,7 @@ pub enum Node<'a> {
 /// as in any JSON decoder the API server or the policy server uses.
 #[derive(Debug)]
 pub struct Object<'a> {
-    members: Vec<(Key<'a>, Node<'a>)>,
+    members: Vec<(Name<'a>, Node<'a>)>,
     /// The shape it was read with, or created for: which members are parsed.
     shape: &'static Shape,
 }
@@ -164,7 +165,8 @@ impl<'a> Object<'a> {
                 at
             }
             None => {
-                self.members.push((Key(Cow::Owned(key.to_string())), value));
+                self.members
+                    .push((Name(Cow::Owned(key.to_string())), value));
                 self.members.len() - 1
             }
         };
@@ -300,7 +302,7 @@ impl<'de> Visitor<'de> for At<'_, '_, 'de> {
         let Some((&first, rest)) = self.keys.split_first() else {
             return Ok(());
         };
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        while let Some(Name(key)) = map.next_key::<Name<'de>>()? {
             if key != first {
                 map.next_value::<IgnoredAny>()?;
                 continue;
@@ -371,7 +373,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             members: Vec::with_capacity(8),
             shape,
         };
-        while let Some(key) = map.next_key::<Key<'de>>()? {
+        while let Some(key) = map.next_key::<Name<'de>>()? {
             let value = match shape.member(&key.0) {
                 Some(member) => map.next_value_seed(Seed {
                     member,
@@ -422,48 +424,6 @@ impl<'de> Visitor<'de> for Seed<'_> {
 
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Node<'de>, E> {
         Err(self.wrong())
-    }
-}
-
-/// An object's key, borrowed from the request unless it has escapes. (The settings' tape reads
-/// its keys with it too.)
-#[derive(Debug)]
-pub(crate) struct Key<'a>(pub(crate) Cow<'a, str>);
-
-impl Key<'_> {
-    /// The key as a JSON string. One borrowed from the request had no escapes there, so needs
-    /// none here.
-    fn write(&self, out: &mut Vec<u8>) {
-        match &self.0 {
-            Cow::Borrowed(plain) => {
-                out.push(b'"');
-                out.extend_from_slice(plain.as_bytes());
-                out.push(b'"');
-            }
-            Cow::Owned(text) => {
-                // Writing a string into a Vec cannot fail.
-                let _ = serde_json::to_writer(&mut *out, text);
-            }
-        }
-    }
-}
-
-impl<'de> de::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

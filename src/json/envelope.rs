@@ -1,6 +1,6 @@
 //! Reads only what the trigger needs from the admission payload, in one pass and without building
 //! the pod as a JSON tree: most pods in a cluster are not opted in, and for them this is all the
-//! work done. An opted-in pod is read a second time, by [`crate::view`].
+//! work done. An opted-in pod is read a second time, by [`crate::json::object`].
 //!
 //! Every reader here is lenient: a field of the wrong JSON type reads as absent instead of failing
 //! the whole decode, because a pod that is not ours must pass untouched whatever it holds.
@@ -9,8 +9,8 @@ use std::borrow::Cow;
 
 use serde::de::{self, MapAccess};
 
-use crate::lenient::{Entry, Items, Lenient, Loose, Text, each_field, skip};
-use crate::tape::Tape;
+use crate::json::lenient::{Entry, Items, Lenient, Loose, Text, each_field, skip};
+use crate::json::tape::Tape;
 
 /// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`. The settings are
 /// read onto a tape in the same pass.
@@ -332,13 +332,13 @@ mod tests {
                 false,
             ),
         ] {
-            let envelope: Envelope<'_> = crate::lenient::read(&payload).unwrap();
+            let envelope: Envelope<'_> = crate::json::lenient::read(&payload).unwrap();
             let text = envelope.request_text(&payload);
             assert_eq!(text, found.then_some(object), "{payload}");
         }
         // Not the text the envelope was read from.
         let payload = format!(r#"{{"request":{object}}}"#);
-        let envelope: Envelope<'_> = crate::lenient::read(&payload).unwrap();
+        let envelope: Envelope<'_> = crate::json::lenient::read(&payload).unwrap();
         assert_eq!(envelope.request_text(&payload.clone()), None);
     }
 
