@@ -140,12 +140,16 @@ impl<'a, 'de: 'a> Expected<'de> for Request<'a> {
     }
 }
 
+/// The paths of the settings kept as text on their tape: the instance tables
+/// (`<cloud>.instanceTypes`), most of a large configuration, of which a pod needs one row.
+pub const LAZY_SETTINGS: &[&str] = &["*", "instanceTypes"];
+
 /// The request's settings, on a tape with the instance tables kept as text.
 struct Settings<'a>(Tape<'a>);
 
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Settings<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Tape::read_lazy(deserializer, crate::settings::LAZY).map(Settings)
+        Tape::read_lazy(deserializer, LAZY_SETTINGS).map(Settings)
     }
 }
 

@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use crate::clouds::{self, Cloud, Fabric, Machine};
 use crate::error::Path;
 use crate::json::JsonType;
+use crate::json::envelope::LAZY_SETTINGS;
 use crate::json::lenient::read;
 use crate::json::tape::{Tape, Value};
 use crate::k8s_names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
@@ -195,9 +196,6 @@ impl<'a> CloudSettings<'a> {
     }
 }
 
-/// The paths of the settings kept as text on the request's tape: the instance tables.
-pub const LAZY: &[&str] = &["*", INSTANCE_TYPES];
-
 /// Every problem found in the settings, each naming its field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingsError(pub Vec<String>);
@@ -214,7 +212,7 @@ impl<'a> Config<'a> {
     /// there are none).
     pub fn read(text: &'a str) -> Result<Config<'a>, SettingsError> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
-        let tape = Tape::read_lazy(&mut deserializer, LAZY)
+        let tape = Tape::read_lazy(&mut deserializer, LAZY_SETTINGS)
             .and_then(|tape| deserializer.end().map(|()| tape))
             .map_err(|e| SettingsError(vec![format!("settings are not valid JSON: {e}")]))?;
         Config::checked(&tape, Rows::All, None)
@@ -540,6 +538,11 @@ mod tests {
     }
 
     #[test]
+    fn the_lazy_paths_are_the_instance_tables() {
+        assert_eq!(LAZY_SETTINGS, ["*", INSTANCE_TYPES]);
+    }
+
+    #[test]
     fn one_cloud_with_defaults() {
         with(json!({"oci": {"enabled": true}}), |config| {
             assert_eq!(config.cloud.cloud.name, "oci");
@@ -744,7 +747,7 @@ mod tests {
         // At request time a row is read when a pod names it, and a wrong one is an error then.
         let text = json!({"aws": {"enabled": true, "instanceTypes": {"x": {"devicesPerNode": "4", "gpusPerNode": 8}, "y": {"devicesPerNode": 4, "gpusPerNode": 8}}}}).to_string();
         let mut de = serde_json::Deserializer::from_str(&text);
-        let tape = Tape::read_lazy(&mut de, LAZY).unwrap();
+        let tape = Tape::read_lazy(&mut de, LAZY_SETTINGS).unwrap();
         let common = Common::from_tape(&tape).unwrap();
         let config =
             Config::from_tape(&tape, common).expect("rows are not read before a pod names them");
