@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use crate::error::{Rejection, malformed};
 use crate::json::lenient::Text;
 use crate::json::object::{Node, Object};
-use crate::json::write::{RenderedItems, render_string};
+use crate::json::write::{RenderedItems, compact, render_string};
 use crate::merge::{
     Read, add_capabilities, add_env, add_mounts, added_capabilities, expect_read, json_text,
     object, object_entry, same_capability, set_if_absent, text,
@@ -130,7 +130,7 @@ pub(super) fn quantity_rejection(
     Rejection::Quantity {
         container,
         resource: resource.to_string(),
-        value: json.to_string(),
+        value: compact(json).into_owned(),
         problem: problem.describe(),
     }
 }

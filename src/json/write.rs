@@ -230,6 +230,33 @@ pub fn push_strings<'r>(out: &mut String, items: impl IntoIterator<Item = &'r st
     out.push(']');
 }
 
+/// JSON text without the whitespace between its tokens, as a compact writer writes it: a value
+/// quoted in a message reads the same whatever layout the request had.
+pub fn compact(json: &str) -> Cow<'_, str> {
+    let is_blank = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    if !json.contains(is_blank) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if is_blank(c) {
+            continue;
+        }
+        out.push(c);
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +316,15 @@ mod tests {
             ["A", "B", "C"]
         );
         assert_eq!(block.into_text(), all);
+    }
+
+    #[test]
+    fn compact_text_drops_the_blanks_between_tokens_only() {
+        assert_eq!(compact("[\n  \"x\"\n]"), "[\"x\"]");
+        assert_eq!(
+            compact(r#"{ "a b" : "c\" d" , "e": [1, 2] }"#),
+            r#"{"a b":"c\" d","e":[1,2]}"#
+        );
+        assert_eq!(compact("\"1500m\""), "\"1500m\"");
     }
 }
