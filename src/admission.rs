@@ -5,11 +5,12 @@ use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
 use crate::engine::{self, Outcome};
+use crate::error::Error;
 use crate::json::envelope::Envelope;
 use crate::json::lenient;
 use crate::json::object;
 use crate::preflight::{self, Host};
-use crate::settings::{self, Common, Config, SettingsError};
+use crate::settings::{self, Common, Config};
 use crate::trigger::{self, Decision};
 
 /// The answer to one admission request.
@@ -44,11 +45,11 @@ pub fn validate_with(payload: &[u8], host: Host<'_>) -> Vec<u8> {
 /// `validate_settings`: the payload is the settings object as the operator wrote it.
 pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
     let checked = std::str::from_utf8(payload)
-        .map_err(|e| format!("settings are not valid JSON: {e}"))
-        .and_then(|text| settings::check(text).map_err(|e| e.to_string()));
+        .map_err(|e| Error::Settings(vec![format!("settings are not valid JSON: {e}")]))
+        .and_then(settings::check);
     let response = SettingsValidationResponse {
         valid: checked.is_ok(),
-        message: checked.err(),
+        message: checked.err().map(|e| e.to_string()),
     };
     serde_json::to_vec(&response)
         .unwrap_or_else(|_| br#"{"valid":false,"message":"internal error"}"#.to_vec())
@@ -61,11 +62,19 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
 pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
     let text = match std::str::from_utf8(payload) {
         Ok(text) => text,
-        Err(e) => return reject(format!("cannot read the admission request: {e}")),
+        Err(e) => {
+            return refuse(Error::Request {
+                reason: e.to_string(),
+            });
+        }
     };
     let envelope: Envelope<'_> = match lenient::read(text) {
         Ok(envelope) => envelope,
-        Err(e) => return reject(format!("cannot read the admission request: {e}")),
+        Err(e) => {
+            return refuse(Error::Request {
+                reason: e.to_string(),
+            });
+        }
     };
     let request = &envelope.request;
     let Some(pod) = request
@@ -82,7 +91,7 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
     // costs no more of the settings than that.
     let common = match Common::from_tape(settings) {
         Ok(common) => common,
-        Err(e) => return reject(invalid(e)),
+        Err(e) => return refuse(e),
     };
     match trigger::decide(&pod.0.0, &common) {
         Decision::Pass => accept(Vec::new()),
@@ -100,13 +109,9 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
                     namespace.map(|ns| (ns, host)),
                 )
             }
-            Err(e) => reject(invalid(e)),
+            Err(e) => refuse(e),
         },
     }
-}
-
-fn invalid(error: SettingsError) -> String {
-    format!("the policy settings are invalid: {error}")
 }
 
 /// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
@@ -123,7 +128,7 @@ fn inject(
 ) -> Verdict {
     let mut pod = match object::read_request_object(payload, request, &engine::POD) {
         Ok(pod) => pod,
-        Err(rejection) => return reject(rejection.to_string()),
+        Err(error) => return refuse(error),
     };
     let outcome = engine::inject(&mut pod, config).map(|mut outcome| {
         outcome.warnings.splice(0..0, warning);
@@ -133,7 +138,7 @@ fn inject(
         (Ok(mut outcome), Some((namespace, host))) if !outcome.references.is_empty() => {
             match preflight::check(&outcome.references, namespace, config.preflight, host) {
                 Ok(warnings) => outcome.warnings.extend(warnings),
-                Err(message) => return reject(message),
+                Err(error) => return refuse(error),
             }
             Ok(outcome)
         }
@@ -159,7 +164,7 @@ fn inject(
             warnings,
             ..
         }) => accept(warnings),
-        Err(rejection) => reject(rejection.to_string()),
+        Err(error) => refuse(error),
     }
 }
 
@@ -167,8 +172,10 @@ fn accept(warnings: Vec<String>) -> Verdict {
     Verdict::Accept { warnings }
 }
 
-fn reject(message: String) -> Verdict {
-    Verdict::Reject { message }
+fn refuse(error: Error) -> Verdict {
+    Verdict::Reject {
+        message: error.refusal(),
+    }
 }
 
 /// The SDK's `ValidationResponse`, written around the mutated pod's text rather than through a

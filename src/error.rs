@@ -1,16 +1,22 @@
-//! Why an opted-in pod is rejected. Each message says what is wrong, where, and what to do.
+//! The policy's one error type: why it refuses settings, or a pod. Each kind carries where the
+//! problem is (a path, a container, an annotation) and its message says what is wrong there and
+//! what to do; `e2e-tests/messages.yaml` holds the messages.
 
 use std::fmt;
 
+use crate::json::JsonType;
 use crate::ratio::Ratio;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rejection {
+pub enum Error {
+    /// Settings the policy cannot use (behaviour.md §1.4): every problem found, each naming its
+    /// field (`aws.instanceTypes[p5.48xlarge].devicesPerNode: ...`). The policy server refuses
+    /// to load them; a row checked only when a pod names it refuses that pod.
+    Settings(Vec<String>),
+    /// The admission payload is not a request the policy can read.
+    Request { reason: String },
     /// A value the policy must read or extend has the wrong JSON type.
-    Malformed {
-        path: String,
-        expected: &'static str,
-    },
+    Malformed { path: String, expected: JsonType },
     /// A device quantity that is not a whole number of devices.
     Quantity {
         container: String,
@@ -35,12 +41,11 @@ pub enum Rejection {
     UnreadableNetworks { value: String },
     /// The pod is not JSON the policy can read.
     Unreadable { reason: String },
-    /// A part of the settings read only for the pods that need it (an instance table's row) is
-    /// wrong; the policy server refuses such settings when it loads them.
-    Settings { message: String },
     /// The `deviceClaim` template's name for this pod's device count is no name (behaviour.md
     /// §3.8): the settings checked it for a one-digit count only.
     ClaimTemplate { message: String },
+    /// `preflight: reject` and an object the injection refers to is missing (behaviour.md §9).
+    Preflight { message: String },
 }
 
 pub const MAX_NETWORKS: u64 = 128;
@@ -69,11 +74,11 @@ impl fmt::Display for Path<'_> {
     }
 }
 
-impl Rejection {
+impl Error {
     /// The same problem, located under `prefix` (a container or the pod spec).
-    pub fn within(self, prefix: &str) -> Rejection {
+    pub fn within(self, prefix: &str) -> Error {
         match self {
-            Rejection::Malformed { path, expected } => Rejection::Malformed {
+            Error::Malformed { path, expected } => Error::Malformed {
                 path: if path.is_empty() {
                     prefix.to_string()
                 } else {
@@ -87,21 +92,25 @@ impl Rejection {
 }
 
 /// A JSON type mismatch at `path`, relative to whatever the caller is working on.
-pub fn malformed(path: &str, expected: &'static str) -> Rejection {
-    Rejection::Malformed {
+pub fn malformed(path: &str, expected: JsonType) -> Error {
+    Error::Malformed {
         path: path.to_string(),
         expected,
     }
 }
 
-impl fmt::Display for Rejection {
+impl fmt::Display for Error {
+    /// The message: for settings, their problems, as `validate_settings` answers them (a pod they
+    /// refuse gets [`Error::refusal`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Rejection::Malformed { path, expected } => write!(
+            Error::Settings(problems) => f.write_str(&problems.join("; ")),
+            Error::Request { reason } => write!(f, "cannot read the admission request: {reason}"),
+            Error::Malformed { path, expected } => write!(
                 f,
                 "{path} must be {expected}; multi-node networking cannot be injected into this pod until it is"
             ),
-            Rejection::Quantity {
+            Error::Quantity {
                 container,
                 resource,
                 value,
@@ -110,7 +119,7 @@ impl fmt::Display for Rejection {
                 f,
                 "container {container:?} requests {resource} {value}, which {problem}; request a whole number of devices"
             ),
-            Rejection::Overflow {
+            Error::Overflow {
                 container,
                 resource,
                 gpus,
@@ -119,7 +128,7 @@ impl fmt::Display for Rejection {
                 f,
                 "container {container:?}: {gpus} GPUs × {per_gpu} {resource} per GPU is more devices than can be counted; check the GPU request"
             ),
-            Rejection::TooManyNetworks {
+            Error::TooManyNetworks {
                 network,
                 resource,
                 wanted,
@@ -127,15 +136,22 @@ impl fmt::Display for Rejection {
                 f,
                 "the pod needs {wanted} {network} attachments (one per {resource} device), more than the {MAX_NETWORKS} this policy writes; lower the devices per GPU or the GPUs per pod"
             ),
-            Rejection::UnreadableNetworks { value } => write!(
+            Error::UnreadableNetworks { value } => write!(
                 f,
                 "annotation k8s.v1.cni.cncf.io/networks is {value:?}, which is neither \"ns/name,ns/name\" nor a JSON list of networks; fix it or remove it"
             ),
-            Rejection::Unreadable { reason } => write!(f, "cannot read the pod: {reason}"),
-            Rejection::Settings { message } => {
-                write!(f, "the policy settings are invalid: {message}")
-            }
-            Rejection::ClaimTemplate { message } => f.write_str(message),
+            Error::Unreadable { reason } => write!(f, "cannot read the pod: {reason}"),
+            Error::ClaimTemplate { message } | Error::Preflight { message } => f.write_str(message),
+        }
+    }
+}
+
+impl Error {
+    /// The message of a pod's refusal: settings problems say that they are the settings'.
+    pub fn refusal(&self) -> String {
+        match self {
+            Error::Settings(_) => format!("the policy settings are invalid: {self}"),
+            other => other.to_string(),
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use crate::clouds::{ACCELERATOR_LABEL, Fabric};
-use crate::error::Rejection;
+use crate::error::Error;
 use crate::json::object::Object;
 use crate::layers::Overlay;
 use crate::merge::{Read, expect_read};
@@ -38,7 +38,7 @@ pub struct NodeFacts<'a> {
 
 /// Reads the machine of the pod whose spec is `spec`. An error is a settings problem in a row of
 /// the instance table the pod names.
-pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFacts<'a>, Rejection> {
+pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFacts<'a>, Error> {
     let cloud = settings.cloud;
     let (types, mut source) = labelled(spec, &INSTANCE_TYPE_LABELS);
     let mut names: Vec<Cow<'a, str>> = types
@@ -63,9 +63,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFac
     }
     let mut rows = Vec::with_capacity(names.len());
     for name in names {
-        let row = settings
-            .row(&name)
-            .map_err(|message| Rejection::Settings { message })?;
+        let row = settings.row(&name)?;
         rows.push((name, row));
     }
 

@@ -12,7 +12,8 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::error::{Rejection, malformed};
+use crate::error::{Error, malformed};
+use crate::json::JsonType;
 use crate::json::lenient::{Entry, Items, Lenient, Loose, Text, read};
 use crate::json::object::{Member, Node, Object, Shape};
 use crate::json::tape::{Tape, Value};
@@ -43,16 +44,13 @@ pub fn expect_read(parent: &Object<'_>, key: &str, read: Read) {
 }
 
 /// The object at `key`, `None` when absent or null.
-pub fn object<'o, 'a>(
-    parent: &'o Object<'a>,
-    key: &str,
-) -> Result<Option<&'o Object<'a>>, Rejection> {
+pub fn object<'o, 'a>(parent: &'o Object<'a>, key: &str) -> Result<Option<&'o Object<'a>>, Error> {
     expect_read(parent, key, Read::Object);
     match parent.get(key) {
         None => Ok(None),
         Some(Node::Object(object)) => Ok(Some(object)),
         Some(node) if node.is_null() => Ok(None),
-        Some(_) => Err(malformed(key, "an object")),
+        Some(_) => Err(malformed(key, JsonType::Object)),
     }
 }
 
@@ -60,13 +58,13 @@ pub fn object<'o, 'a>(
 pub fn object_mut<'o, 'a>(
     parent: &'o mut Object<'a>,
     key: &str,
-) -> Result<Option<&'o mut Object<'a>>, Rejection> {
+) -> Result<Option<&'o mut Object<'a>>, Error> {
     expect_read(parent, key, Read::Object);
     match parent.get_mut(key) {
         None => Ok(None),
         Some(Node::Object(object)) => Ok(Some(object)),
         Some(node) if node.is_null() => Ok(None),
-        Some(_) => Err(malformed(key, "an object")),
+        Some(_) => Err(malformed(key, JsonType::Object)),
     }
 }
 
@@ -74,7 +72,7 @@ pub fn object_mut<'o, 'a>(
 pub fn object_entry<'o, 'a>(
     parent: &'o mut Object<'a>,
     key: &str,
-) -> Result<&'o mut Object<'a>, Rejection> {
+) -> Result<&'o mut Object<'a>, Error> {
     expect_read(parent, key, Read::Object);
     if parent.get(key).is_none_or(Node::is_null) {
         let shape = match parent.shape().member(key) {
@@ -85,12 +83,12 @@ pub fn object_entry<'o, 'a>(
     }
     match parent.get_mut(key) {
         Some(Node::Object(object)) => Ok(object),
-        _ => Err(malformed(key, "an object")),
+        _ => Err(malformed(key, JsonType::Object)),
     }
 }
 
 /// The request's text of the list at `key`, `None` when absent or null.
-fn list_text<'a>(parent: &Object<'a>, key: &str) -> Result<Option<&'a RawValue>, Rejection> {
+fn list_text<'a>(parent: &Object<'a>, key: &str) -> Result<Option<&'a RawValue>, Error> {
     expect_read(parent, key, Read::Text);
     match parent.get(key) {
         None => Ok(None),
@@ -100,30 +98,30 @@ fn list_text<'a>(parent: &Object<'a>, key: &str) -> Result<Option<&'a RawValue>,
         }
         // The policy's own additions are not read back.
         Some(Node::New(text)) if text.starts_with('[') => Ok(None),
-        Some(_) => Err(malformed(key, "a list")),
+        Some(_) => Err(malformed(key, JsonType::List)),
     }
 }
 
 /// The items the request has in the list at `key`, each read leniently (an item of the wrong
 /// shape reads as `T::default()`); empty when absent or null.
-pub fn items<'a, T: Lenient<'a>>(parent: &Object<'a>, key: &str) -> Result<Vec<T>, Rejection> {
+pub fn items<'a, T: Lenient<'a>>(parent: &Object<'a>, key: &str) -> Result<Vec<T>, Error> {
     let Some(list) = list_text(parent, key)? else {
         return Ok(Vec::new());
     };
     read::<Loose<Items<T>>>(list.get())
         .map(|items| items.0.0)
-        .map_err(|_| malformed(key, "a list"))
+        .map_err(|_| malformed(key, JsonType::List))
 }
 
 /// The items the request has in the list at `key`, as text.
-pub fn raw_items<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<&'a RawValue>, Rejection> {
+pub fn raw_items<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<&'a RawValue>, Error> {
     let Some(list) = list_text(parent, key)? else {
         return Ok(Vec::new());
     };
     crate::json::lenient::list(list.get())
         .ok()
         .flatten()
-        .ok_or_else(|| malformed(key, "a list"))
+        .ok_or_else(|| malformed(key, JsonType::List))
 }
 
 /// A value's string, if it is one.
@@ -143,7 +141,7 @@ pub fn json_text<'n>(node: &'n Node<'_>) -> Option<&'n str> {
 }
 
 /// The `name` of each item of the list at `key`, where it has one.
-pub fn names<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<Cow<'a, str>>, Rejection> {
+pub fn names<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<Cow<'a, str>>, Error> {
     Ok(items::<Entry<'a>>(parent, key)?
         .into_iter()
         .filter_map(|named| named.name.0)
@@ -151,7 +149,7 @@ pub fn names<'a>(parent: &Object<'a>, key: &str) -> Result<Vec<Cow<'a, str>>, Re
 }
 
 /// Appends JSON items (comma-separated text) to the list at `key`, creating it if absent.
-pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<bool, Rejection> {
+pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<bool, Error> {
     expect_read(parent, key, Read::Text);
     if new_items.is_empty() {
         return Ok(false);
@@ -169,7 +167,7 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
             appended.push(',');
             appended.push_str(&new_items);
         }
-        _ => return Err(malformed(key, "a list")),
+        _ => return Err(malformed(key, JsonType::List)),
     }
     Ok(true)
 }
@@ -178,7 +176,7 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
 pub fn add_env(
     container: &mut Object<'_>,
     vars: &RenderedItems<'_, EnvVar<'_>>,
-) -> Result<bool, Rejection> {
+) -> Result<bool, Error> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
     let missing = vars.text_of(|var| !existing.contains(&var.name));
@@ -190,7 +188,7 @@ pub fn add_env(
 pub fn add_mounts<'m, 'a>(
     container: &mut Object<'_>,
     mounts: &RenderedItems<'m, Mount<'a>>,
-) -> Result<Mounted<'m, 'a>, Rejection> {
+) -> Result<Mounted<'m, 'a>, Error> {
     let existing = items::<Entry<'_>>(container, "volumeMounts")?;
     let free = |mount: &Mount| {
         !existing.iter().any(|m| {
@@ -239,7 +237,7 @@ pub fn same_capability(a: &str, b: &str) -> bool {
 }
 
 /// The container's `securityContext.capabilities.add`, empty when any level is absent.
-pub fn added_capabilities<'a>(container: &Object<'a>) -> Result<Vec<Text<'a>>, Rejection> {
+pub fn added_capabilities<'a>(container: &Object<'a>) -> Result<Vec<Text<'a>>, Error> {
     let Some(security) = object(container, "securityContext")? else {
         return Ok(Vec::new());
     };
@@ -255,7 +253,7 @@ pub fn added_capabilities<'a>(container: &Object<'a>) -> Result<Vec<Text<'a>>, R
 pub fn add_capabilities(
     container: &mut Object<'_>,
     wanted: &[Cow<'_, str>],
-) -> Result<bool, Rejection> {
+) -> Result<bool, Error> {
     let existing = added_capabilities(container)?;
     let missing: Vec<String> = wanted
         .iter()
@@ -364,7 +362,7 @@ pub(crate) mod tests {
 
     const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];
 
-    fn add_vars(c: &mut Object<'_>) -> Result<bool, Rejection> {
+    fn add_vars(c: &mut Object<'_>) -> Result<bool, Error> {
         add_env(c, &RenderedItems::new(VARS))
     }
 
@@ -459,11 +457,11 @@ pub(crate) mod tests {
             error.within("spec.containers[0]"),
             malformed(
                 "spec.containers[0].securityContext.capabilities.add",
-                "a list"
+                JsonType::List
             )
         );
         let (error, _) = changed(json!({"env": {"A": "1"}}), |c| add_vars(c).unwrap_err());
-        assert_eq!(error, malformed("env", "a list"));
+        assert_eq!(error, malformed("env", JsonType::List));
     }
 
     /// The check that keeps the engine's reads and the view's shape in step, seen failing.

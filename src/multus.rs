@@ -5,7 +5,7 @@
 
 use crate::json::lenient::Members;
 
-use crate::error::{MAX_NETWORKS, Rejection};
+use crate::error::{Error, MAX_NETWORKS};
 use crate::json::write::{push_escaped, render_string};
 use crate::profile::Network;
 
@@ -19,9 +19,9 @@ pub fn annotation(
     network: &Network<'_>,
     resource: &str,
     wanted: u64,
-) -> Result<Option<String>, Rejection> {
+) -> Result<Option<String>, Error> {
     if wanted > MAX_NETWORKS {
-        return Err(Rejection::TooManyNetworks {
+        return Err(Error::TooManyNetworks {
             network: network.qualified().to_string(),
             resource: resource.to_string(),
             wanted,
@@ -80,12 +80,8 @@ fn escaped(head: &str, comma: bool, entry: &str, missing: u64, tail: &str) -> St
 /// `[{"name": "...", "namespace": "..."}]`: the text is kept byte for byte and our objects are
 /// inserted before the closing bracket, so nothing of the user's formatting or keys changes. An
 /// entry without a namespace is in the pod's namespace, as a network given without one.
-fn merge_json(
-    existing: &str,
-    network: &Network<'_>,
-    wanted: u64,
-) -> Result<Option<String>, Rejection> {
-    let unreadable = || Rejection::UnreadableNetworks {
+fn merge_json(existing: &str, network: &Network<'_>, wanted: u64) -> Result<Option<String>, Error> {
+    let unreadable = || Error::UnreadableNetworks {
         value: existing.chars().take(200).collect(),
     };
     let entries = crate::json::lenient::list(existing)
@@ -141,7 +137,7 @@ mod tests {
         network: &Network<'_>,
         resource: &str,
         wanted: u64,
-    ) -> Result<Option<String>, Rejection> {
+    ) -> Result<Option<String>, Error> {
         let text = annotation(existing, network, resource, wanted)?;
         Ok(text.map(|text| serde_json::from_str(&text).expect("a JSON string")))
     }
@@ -243,7 +239,7 @@ mod tests {
     fn limits_and_garbage() {
         assert_eq!(
             merge(None, SRIOV, RESOURCE, 129).unwrap_err(),
-            Rejection::TooManyNetworks {
+            Error::TooManyNetworks {
                 network: "network-operator/sriov-net".into(),
                 resource: RESOURCE.into(),
                 wanted: 129
@@ -252,11 +248,11 @@ mod tests {
         assert!(merge(None, SRIOV, RESOURCE, 128).is_ok());
         assert!(matches!(
             merge(Some("[{"), SRIOV, RESOURCE, 1),
-            Err(Rejection::UnreadableNetworks { .. })
+            Err(Error::UnreadableNetworks { .. })
         ));
         assert!(matches!(
             merge(Some(r#"["a"] x"#), SRIOV, RESOURCE, 1),
-            Err(Rejection::UnreadableNetworks { .. })
+            Err(Error::UnreadableNetworks { .. })
         ));
     }
 }

@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 
+use crate::error::Error;
 use crate::json::lenient::{Loose, Members, items, members, read, string};
 use crate::json::write::push_string;
 use crate::profile::{Profile, Source};
@@ -159,7 +160,7 @@ pub fn check(
     namespace: &str,
     mode: Mode,
     host: Host<'_>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Error> {
     let mut warnings = Vec::new();
     if mode == Mode::Skip {
         return Ok(warnings);
@@ -181,7 +182,9 @@ pub fn check(
             creates.1
         );
         if mode == Mode::Reject {
-            return Err(format!("{message} (preflight: reject refuses such a pod)"));
+            return Err(Error::Preflight {
+                message: format!("{message} (preflight: reject refuses such a pod)"),
+            });
         }
         warnings.push(message);
     }
@@ -318,7 +321,9 @@ mod tests {
         assert!(calls.borrow()[1].contains(r#""namespace":"net""#));
         calls.borrow_mut().clear();
         // Reject: the first missing one, and no more calls.
-        let rejection = check(&refs, "jobs", Mode::Reject, &missing).unwrap_err();
+        let rejection = check(&refs, "jobs", Mode::Reject, &missing)
+            .unwrap_err()
+            .to_string();
         assert!(rejection.starts_with("multi-node networking: ConfigMap jobs/nccl-topo"));
         assert!(rejection.ends_with("(preflight: reject refuses such a pod)"));
         assert_eq!(calls.borrow().len(), 1);

@@ -8,7 +8,7 @@ use crate::json::tape::Tape;
 
 /// Why a quantity is not a device count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuantityError {
+pub enum Problem {
     /// Not a quantity at all (`"eight"`, `true`, an object).
     NotAQuantity,
     /// A quantity, but negative or with a fractional part.
@@ -17,36 +17,36 @@ pub enum QuantityError {
     TooLarge,
 }
 
-impl QuantityError {
+impl Problem {
     pub fn describe(self) -> &'static str {
         match self {
-            QuantityError::NotAQuantity => "is not a Kubernetes quantity",
-            QuantityError::NotWhole => "is not a whole, non-negative number",
-            QuantityError::TooLarge => "is too large",
+            Problem::NotAQuantity => "is not a Kubernetes quantity",
+            Problem::NotWhole => "is not a whole, non-negative number",
+            Problem::TooLarge => "is too large",
         }
     }
 }
 
 /// The whole number that a quantity's JSON text (a string or a number) stands for.
-pub fn whole(json: &str) -> Result<u64, QuantityError> {
+pub fn whole(json: &str) -> Result<u64, Problem> {
     let Ok(tape) = crate::json::lenient::read::<Tape<'_>>(json) else {
-        return Err(QuantityError::NotAQuantity);
+        return Err(Problem::NotAQuantity);
     };
     let value = tape.root();
     if let Some(s) = value.as_str() {
         return parse(s);
     }
-    let n = value.as_number().ok_or(QuantityError::NotAQuantity)?;
+    let n = value.as_number().ok_or(Problem::NotAQuantity)?;
     if let Some(u) = n.as_u64() {
         Ok(u)
     } else if n.as_i64().is_some() {
-        Err(QuantityError::NotWhole)
+        Err(Problem::NotWhole)
     } else {
-        let f = n.as_f64().ok_or(QuantityError::NotAQuantity)?;
+        let f = n.as_f64().ok_or(Problem::NotAQuantity)?;
         if f < 0.0 || f.fract() != 0.0 {
-            Err(QuantityError::NotWhole)
+            Err(Problem::NotWhole)
         } else if f >= u64::MAX as f64 {
-            Err(QuantityError::TooLarge)
+            Err(Problem::TooLarge)
         } else {
             Ok(f as u64)
         }
@@ -55,12 +55,12 @@ pub fn whole(json: &str) -> Result<u64, QuantityError> {
 
 /// Whether `s` is a non-negative Kubernetes quantity (`100m`, `2`, `1.5Gi`), whole or not.
 pub fn is_quantity(s: &str) -> bool {
-    !s.starts_with('-') && !matches!(parse(s), Err(QuantityError::NotAQuantity))
+    !s.starts_with('-') && !matches!(parse(s), Err(Problem::NotAQuantity))
 }
 
 /// Parses `<sign><digits>[.<digits>]<suffix>` where the suffix is a binary SI suffix (`Ki`…`Ei`),
 /// a decimal SI suffix (`n`, `u`, `m`, `k`, `M`…`E`) or a decimal exponent (`e3`, `E-2`).
-pub fn parse(s: &str) -> Result<u64, QuantityError> {
+pub fn parse(s: &str) -> Result<u64, Problem> {
     let (negative, rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -73,7 +73,7 @@ pub fn parse(s: &str) -> Result<u64, QuantityError> {
     let (number, suffix) = rest.split_at(number_len);
     let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
     if (int_part.is_empty() && frac_part.is_empty()) || frac_part.contains('.') {
-        return Err(QuantityError::NotAQuantity);
+        return Err(Problem::NotAQuantity);
     }
     let (mut exp10, binary_power) = suffix_scale(suffix)?;
 
@@ -83,38 +83,38 @@ pub fn parse(s: &str) -> Result<u64, QuantityError> {
         mantissa = mantissa
             .checked_mul(10)
             .and_then(|m| m.checked_add(u128::from(b - b'0')))
-            .ok_or(QuantityError::TooLarge)?;
+            .ok_or(Problem::TooLarge)?;
     }
-    exp10 -= i32::try_from(frac_part.len()).map_err(|_| QuantityError::TooLarge)?;
+    exp10 -= i32::try_from(frac_part.len()).map_err(|_| Problem::TooLarge)?;
     if mantissa == 0 {
         return Ok(0);
     }
     if negative {
-        return Err(QuantityError::NotWhole);
+        return Err(Problem::NotWhole);
     }
     let mut value = mantissa
         .checked_mul(1024u128.pow(binary_power))
-        .ok_or(QuantityError::TooLarge)?;
+        .ok_or(Problem::TooLarge)?;
     if exp10 >= 0 {
         let scale = 10u128
             .checked_pow(exp10.unsigned_abs())
-            .ok_or(QuantityError::TooLarge)?;
-        value = value.checked_mul(scale).ok_or(QuantityError::TooLarge)?;
+            .ok_or(Problem::TooLarge)?;
+        value = value.checked_mul(scale).ok_or(Problem::TooLarge)?;
     } else {
         // A divisor larger than any u128 leaves a non-zero value fractional.
         let divisor = 10u128
             .checked_pow(exp10.unsigned_abs())
-            .ok_or(QuantityError::NotWhole)?;
+            .ok_or(Problem::NotWhole)?;
         if value % divisor != 0 {
-            return Err(QuantityError::NotWhole);
+            return Err(Problem::NotWhole);
         }
         value /= divisor;
     }
-    u64::try_from(value).map_err(|_| QuantityError::TooLarge)
+    u64::try_from(value).map_err(|_| Problem::TooLarge)
 }
 
 /// The decimal exponent and the power of 1024 that a suffix stands for.
-fn suffix_scale(suffix: &str) -> Result<(i32, u32), QuantityError> {
+fn suffix_scale(suffix: &str) -> Result<(i32, u32), Problem> {
     let scale = match suffix {
         "" => (0, 0),
         "n" => (-9, 0),
@@ -135,13 +135,13 @@ fn suffix_scale(suffix: &str) -> Result<(i32, u32), QuantityError> {
         _ => {
             let exponent = suffix
                 .strip_prefix(['e', 'E'])
-                .ok_or(QuantityError::NotAQuantity)?;
+                .ok_or(Problem::NotAQuantity)?;
             let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(QuantityError::NotAQuantity);
+                return Err(Problem::NotAQuantity);
             }
             // Exponents beyond a few dozen cannot give a device count either way.
-            let e: i64 = exponent.parse().map_err(|_| QuantityError::TooLarge)?;
+            let e: i64 = exponent.parse().map_err(|_| Problem::TooLarge)?;
             (e.clamp(-1000, 1000) as i32, 0)
         }
     };
@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn fractions_and_negatives_are_not_device_counts() {
         for text in ["1500m", "1.5", "-1", "0.3Ki", "1e-1", "1n"] {
-            assert_eq!(parse(text), Err(QuantityError::NotWhole), "{text}");
+            assert_eq!(parse(text), Err(Problem::NotWhole), "{text}");
         }
     }
 
@@ -186,34 +186,31 @@ mod tests {
         for text in [
             "", "eight", ".", "1..2", "1.2.3", "8 ", " 8", "8x", "1e", "1e+", "Ki", "--1", "1ki",
         ] {
-            assert_eq!(parse(text), Err(QuantityError::NotAQuantity), "{text:?}");
+            assert_eq!(parse(text), Err(Problem::NotAQuantity), "{text:?}");
         }
     }
 
     #[test]
     fn huge_values_are_refused_not_wrapped() {
-        assert_eq!(parse("1e30"), Err(QuantityError::TooLarge));
+        assert_eq!(parse("1e30"), Err(Problem::TooLarge));
         assert_eq!(
             parse("99999999999999999999999999999999999999999"),
-            Err(QuantityError::TooLarge)
+            Err(Problem::TooLarge)
         );
-        assert_eq!(parse("1e99999999999"), Err(QuantityError::TooLarge));
-        assert_eq!(parse("16Ei"), Err(QuantityError::TooLarge));
-        assert_eq!(parse("1e-99999999999"), Err(QuantityError::NotWhole));
-        assert_eq!(
-            parse("1e99999999999999999999"),
-            Err(QuantityError::TooLarge)
-        );
+        assert_eq!(parse("1e99999999999"), Err(Problem::TooLarge));
+        assert_eq!(parse("16Ei"), Err(Problem::TooLarge));
+        assert_eq!(parse("1e-99999999999"), Err(Problem::NotWhole));
+        assert_eq!(parse("1e99999999999999999999"), Err(Problem::TooLarge));
     }
 
     #[test]
     fn json_numbers() {
         assert_eq!(whole("8"), Ok(8));
         assert_eq!(whole("8.0"), Ok(8));
-        assert_eq!(whole("-1"), Err(QuantityError::NotWhole));
-        assert_eq!(whole("1.5"), Err(QuantityError::NotWhole));
-        assert_eq!(whole("1e300"), Err(QuantityError::TooLarge));
-        assert_eq!(whole("true"), Err(QuantityError::NotAQuantity));
-        assert_eq!(whole("null"), Err(QuantityError::NotAQuantity));
+        assert_eq!(whole("-1"), Err(Problem::NotWhole));
+        assert_eq!(whole("1.5"), Err(Problem::NotWhole));
+        assert_eq!(whole("1e300"), Err(Problem::TooLarge));
+        assert_eq!(whole("true"), Err(Problem::NotAQuantity));
+        assert_eq!(whole("null"), Err(Problem::NotAQuantity));
     }
 }

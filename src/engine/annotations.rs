@@ -5,7 +5,8 @@
 
 use std::borrow::Cow;
 
-use crate::error::{Rejection, malformed};
+use crate::error::{Error, malformed};
+use crate::json::JsonType;
 use crate::json::object::{Node, Object};
 use crate::merge::{object_entry, set_if_absent, text};
 use crate::multus;
@@ -23,7 +24,7 @@ pub(super) fn annotate(
     nics: Option<u64>,
     devices: u64,
     claimed: bool,
-) -> Result<bool, Rejection> {
+) -> Result<bool, Error> {
     let interfaces = profile.interfaces.as_ref().filter(|_| !claimed);
     let network = profile.network.as_ref().filter(|_| !claimed);
     if profile.annotations.is_empty() && interfaces.is_none() && network.is_none() {
@@ -49,7 +50,7 @@ pub(super) fn annotate(
         Some(node) => Some(text(node).ok_or_else(|| {
             malformed(
                 "metadata.annotations[k8s.v1.cni.cncf.io/networks]",
-                "a string",
+                JsonType::String,
             )
         })?),
     };

@@ -3,7 +3,7 @@
 //! requests, GKE's interfaces or the Multus list, and every GPU container names it. Claims cannot
 //! change after creation; the policy acts only on CREATE (§2).
 
-use crate::error::Rejection;
+use crate::error::Error;
 use crate::json::lenient::Entry;
 use crate::json::object::{Node, Object};
 use crate::json::write::{push_string, render_string};
@@ -49,8 +49,8 @@ impl<'c> Claim<'c> {
     }
 
     #[cold]
-    fn not_a_name(&self, template: &str, count: u64) -> Rejection {
-        Rejection::ClaimTemplate {
+    fn not_a_name(&self, template: &str, count: u64) -> Error {
+        Error::ClaimTemplate {
             message: format!(
                 "{}.template gives {} for this pod ({count} devices), which is not a ResourceClaimTemplate name (a DNS subdomain of at most 253 characters); shorten the template's name",
                 self.setting.setting,
@@ -69,7 +69,7 @@ impl<'c> Claim<'c> {
         spec: &mut Object<'_>,
         gpu_containers: &[GpuContainer],
         count: u64,
-    ) -> Result<Added, Rejection> {
+    ) -> Result<Added, Error> {
         let template = with_count(&self.setting.template, count);
         if !is_dns1123_subdomain(&template) {
             return Err(self.not_a_name(&template, count));
@@ -114,9 +114,9 @@ impl<'c> Claim<'c> {
             let Some(Node::Object(container)) = containers.get_mut(gpu.index) else {
                 continue;
             };
-            let at = |e: Rejection| e.within(&format!("spec.containers[{}]", gpu.index));
+            let at = |e: Error| e.within(&format!("spec.containers[{}]", gpu.index));
             let resources = object_entry(container, "resources").map_err(at)?;
-            let within = |e: Rejection| at(e.within("resources"));
+            let within = |e: Error| at(e.within("resources"));
             if !names(resources, "claims")
                 .map_err(within)?
                 .contains(&name.as_str().into())

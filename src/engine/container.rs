@@ -6,7 +6,8 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::error::{Rejection, malformed};
+use crate::error::{Error, malformed};
+use crate::json::JsonType;
 use crate::json::lenient::Text;
 use crate::json::object::{Node, Object};
 use crate::json::write::{RenderedItems, compact, render_string};
@@ -15,7 +16,7 @@ use crate::merge::{
     object, object_entry, same_capability, set_if_absent, text,
 };
 use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile};
-use crate::quantity::{self, QuantityError};
+use crate::quantity::{self, Problem};
 
 /// The profile's per-container additions, with their JSON text.
 pub(super) struct Additions<'p, 'a> {
@@ -55,19 +56,19 @@ pub(super) struct GpuContainer {
 pub(super) fn gpu_containers(
     spec: &Object<'_>,
     resources: &[Cow<'_, str>],
-) -> Result<Vec<GpuContainer>, Rejection> {
+) -> Result<Vec<GpuContainer>, Error> {
     expect_read(spec, "containers", Read::List);
     let containers = match spec.get("containers") {
         None => return Ok(Vec::new()),
         Some(Node::List(containers)) => containers,
         Some(node) if node.is_null() => return Ok(Vec::new()),
-        Some(_) => return Err(malformed("spec.containers", "a list")),
+        Some(_) => return Err(malformed("spec.containers", JsonType::List)),
     };
     let mut found = Vec::new();
     for (index, container) in containers.iter().enumerate() {
         let at = || format!("spec.containers[{index}]");
         let Node::Object(container) = container else {
-            return Err(malformed(&at(), "an object"));
+            return Err(malformed(&at(), JsonType::Object));
         };
         let mut gpus: u64 = 0;
         let mut first = None;
@@ -98,7 +99,7 @@ pub(super) fn gpu_containers(
 pub(super) fn requested<'o>(
     container: &'o Object<'_>,
     resource: &str,
-) -> Result<Option<&'o str>, Rejection> {
+) -> Result<Option<&'o str>, Error> {
     let Some(resources) = object(container, "resources")? else {
         return Ok(None);
     };
@@ -116,7 +117,7 @@ pub(super) fn requested<'o>(
 }
 
 /// The whole number a quantity's JSON text stands for.
-pub(super) fn whole(json: &str) -> Result<u64, QuantityError> {
+pub(super) fn whole(json: &str) -> Result<u64, Problem> {
     quantity::whole(json)
 }
 
@@ -125,9 +126,9 @@ pub(super) fn quantity_rejection(
     container: String,
     resource: &str,
     json: &str,
-    problem: QuantityError,
-) -> Rejection {
-    Rejection::Quantity {
+    problem: Problem,
+) -> Error {
+    Error::Quantity {
         container,
         resource: resource.to_string(),
         value: compact(json).into_owned(),
@@ -159,7 +160,7 @@ pub(super) fn inject_container(
     gpus: u64,
     additions: &Additions<'_, '_>,
     seccomp_set: bool,
-) -> Result<ContainerDone, Rejection> {
+) -> Result<ContainerDone, Error> {
     let profile = additions.profile;
     let mut changed = false;
     let mut devices = 0;
@@ -209,7 +210,7 @@ pub(super) fn ensure_device(
     gpus: u64,
     device: &Device<'_>,
     count: DeviceCount,
-) -> Result<(bool, u64), Rejection> {
+) -> Result<(bool, u64), Error> {
     let resource = device.resource.as_ref();
     let (value, count, changed) = match requested(container, resource)? {
         Some(users) => (
@@ -242,25 +243,21 @@ fn device_count(
     gpus: u64,
     device: &Device<'_>,
     count: DeviceCount,
-) -> Result<u64, Rejection> {
+) -> Result<u64, Error> {
     match count {
         DeviceCount::PerContainer(n) => Ok(n),
-        DeviceCount::PerGpu(per_gpu) => {
-            per_gpu
-                .devices_for(gpus)
-                .ok_or_else(|| Rejection::Overflow {
-                    container: name.to_string(),
-                    resource: device.resource.to_string(),
-                    gpus,
-                    per_gpu,
-                })
-        }
+        DeviceCount::PerGpu(per_gpu) => per_gpu.devices_for(gpus).ok_or_else(|| Error::Overflow {
+            container: name.to_string(),
+            resource: device.resource.to_string(),
+            gpus,
+            per_gpu,
+        }),
     }
 }
 
 /// `requests.cpu` for a container that sets no cpu at all. With a cpu limit the API server has
 /// already defaulted the request to it, and a fixed request above a smaller limit is refused.
-pub(super) fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Rejection> {
+pub(super) fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Error> {
     if requested(container, "cpu")?.is_some() {
         return Ok(false);
     }
@@ -276,7 +273,7 @@ pub(super) fn harden(
     container: &mut Object<'_>,
     seccomp_set: bool,
     adding: &[Cow<'_, str>],
-) -> Result<bool, Rejection> {
+) -> Result<bool, Error> {
     let sys_admin = added_capabilities(container)?
         .iter()
         .filter_map(Text::as_str)

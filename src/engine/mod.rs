@@ -20,7 +20,7 @@ mod sidecar;
 mod volumes;
 mod wire;
 
-use crate::error::Rejection;
+use crate::error::Error;
 use crate::json::object::{Member, Object, Shape};
 use crate::preflight::{self, Reference};
 use crate::settings::Config;
@@ -74,7 +74,7 @@ pub struct Outcome<'a> {
 
 /// Injects the configured cloud's fabric into `pod`, as its machine decides. On a rejection the
 /// pod may be half-changed and must be dropped.
-pub fn inject<'a>(pod: &mut Object<'_>, config: &Config<'a>) -> Result<Outcome<'a>, Rejection> {
+pub fn inject<'a>(pod: &mut Object<'_>, config: &Config<'a>) -> Result<Outcome<'a>, Error> {
     let facts = match read::pod(pod, config)? {
         Ok(facts) => facts,
         Err(declined) => {

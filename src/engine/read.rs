@@ -5,7 +5,7 @@
 //! The reads run in a fixed order: a pod malformed in several places is refused for the first.
 
 use crate::clouds::Fabric;
-use crate::error::Rejection;
+use crate::error::Error;
 use crate::json::object::Object;
 use crate::machine::{self, NodeFacts};
 use crate::merge::{object, text};
@@ -49,7 +49,7 @@ pub(super) enum Declined {
 pub(super) fn pod<'a>(
     pod: &Object<'_>,
     config: &Config<'a>,
-) -> Result<Result<Reading<'a>, Declined>, Rejection> {
+) -> Result<Result<Reading<'a>, Declined>, Error> {
     let mut seccomp = Seccomp::annotated(pod)?;
     let spec = object(pod, "spec")?;
     let gpu_containers = match spec {
@@ -121,7 +121,7 @@ impl Seccomp {
     }
 
     /// What the legacy annotations set.
-    fn annotated(pod: &Object<'_>) -> Result<Self, Rejection> {
+    fn annotated(pod: &Object<'_>) -> Result<Self, Error> {
         let annotations = match object(pod, "metadata")? {
             Some(m) => object(m, "annotations").map_err(|e| e.within("metadata"))?,
             None => None,

@@ -2,7 +2,7 @@
 //! (behaviour.md §2.1, rendered by [`crate::record`]), written under the settings' annotation
 //! over any stale one. Last, and only on a changed pod, so that a second pass changes nothing.
 
-use crate::error::Rejection;
+use crate::error::Error;
 use crate::json::object::{Node, Object};
 use crate::merge::object_entry;
 use crate::record::Record;
@@ -17,7 +17,7 @@ pub(super) fn write(
     config: &Config<'_>,
     facts: &Reading<'_>,
     wiring: &Wiring<'_>,
-) -> Result<Option<String>, Rejection> {
+) -> Result<Option<String>, Error> {
     if !wiring.changed {
         return Ok(None);
     }

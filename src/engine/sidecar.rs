@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::error::Rejection;
+use crate::error::Error;
 use crate::json::object::Object;
 use crate::merge::{append, names, text};
 use crate::profile::Sidecar;
@@ -18,7 +18,7 @@ pub(super) fn add_sidecar(
     sidecar: &Sidecar<'_>,
     skipped: &[&str],
     mounted: &mut Vec<&'static str>,
-) -> Result<bool, Rejection> {
+) -> Result<bool, Error> {
     if container_names(spec)?
         .iter()
         .any(|name| name == sidecar.name)
@@ -38,7 +38,7 @@ pub(super) fn add_sidecar(
 }
 
 /// The names of the pod's containers and init containers.
-fn container_names<'a>(spec: &Object<'a>) -> Result<Vec<Cow<'a, str>>, Rejection> {
+fn container_names<'a>(spec: &Object<'a>) -> Result<Vec<Cow<'a, str>>, Error> {
     let mut found = Vec::new();
     for container in containers(spec) {
         found.extend(container.get("name").and_then(text));

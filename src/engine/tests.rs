@@ -1,7 +1,8 @@
 //! The engine's tests, on pods given as trees; [`inject`] here is the engine's through the view.
 
 use super::{Outcome, POD};
-use crate::error::{Rejection, malformed};
+use crate::error::{Error, malformed};
+use crate::json::JsonType;
 use crate::multus;
 use crate::ratio::Ratio;
 use crate::settings::Config;
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 /// The engine on a pod given as a tree: read through the view, written back on success.
 const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-pub(super) fn inject<'a>(pod: &mut Value, config: &Config<'a>) -> Result<Outcome<'a>, Rejection> {
+pub(super) fn inject<'a>(pod: &mut Value, config: &Config<'a>) -> Result<Outcome<'a>, Error> {
     let bytes = crate::merge::tests::payload(pod);
     let mut view = crate::json::object::read_object(&bytes, &POD)?;
     let outcome = super::inject(&mut view, config)?;
@@ -278,7 +279,7 @@ fn wrong_types_are_rejections_that_name_the_path() {
     let mut c = gpu_container("t", json!(1));
     c["env"] = json!("FOO=1");
     let error = inject(&mut pod(vec![c]), &oci()).unwrap_err();
-    assert_eq!(error, malformed("spec.containers[0].env", "a list"));
+    assert_eq!(error, malformed("spec.containers[0].env", JsonType::List));
     assert!(
         error
             .to_string()
@@ -286,10 +287,10 @@ fn wrong_types_are_rejections_that_name_the_path() {
     );
 
     let error = inject(&mut json!({"spec": {"containers": [7]}}), &oci()).unwrap_err();
-    assert_eq!(error, malformed("spec.containers[0]", "an object"));
+    assert_eq!(error, malformed("spec.containers[0]", JsonType::Object));
     let error = inject(&mut pod(vec![gpu_container("t", json!("1500m"))]), &oci()).unwrap_err();
     assert!(
-        matches!(&error, Rejection::Quantity { container, value, .. } if container == "t" && value == "\"1500m\"")
+        matches!(&error, Error::Quantity { container, value, .. } if container == "t" && value == "\"1500m\"")
     );
 }
 
@@ -307,5 +308,5 @@ fn windows_pods_are_left_alone() {
 fn a_device_count_that_overflows_is_refused() {
     let big = json!(u64::MAX / 2);
     let error = inject(&mut pod(vec![gpu_container("t", big)]), &oci()).unwrap_err();
-    assert!(matches!(error, Rejection::Overflow { per_gpu, .. } if per_gpu == Ratio::whole(8)));
+    assert!(matches!(error, Error::Overflow { per_gpu, .. } if per_gpu == Ratio::whole(8)));
 }

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::error::Rejection;
+use crate::error::Error;
 use crate::json::lenient::{Entry, Loose, read};
 use crate::json::object::Object;
 use crate::json::write::RenderedItems;
@@ -25,7 +25,7 @@ pub(super) struct Volumes {
 }
 
 impl Volumes {
-    pub(super) fn read(spec: &Object<'_>, volumes: &[Volume<'_>]) -> Result<Self, Rejection> {
+    pub(super) fn read(spec: &Object<'_>, volumes: &[Volume<'_>]) -> Result<Self, Error> {
         let mut existing = Vec::new();
         let mut conflicts = Vec::new();
         for theirs in raw_items(spec, "volumes").map_err(|e| e.within("spec"))? {
@@ -70,7 +70,7 @@ impl Volumes {
         spec: &mut Object<'_>,
         volumes: &[Volume<'_>],
         mounted: &[&str],
-    ) -> Result<(bool, Vec<&'static str>), Rejection> {
+    ) -> Result<(bool, Vec<&'static str>), Error> {
         let wanted: Vec<&Volume<'_>> = volumes
             .iter()
             .filter(|v| !self.skipped.contains(&v.name) && !self.existing.contains(&v.name))

@@ -4,7 +4,8 @@
 //! the sidecar, the volumes, the annotations. It words no warning: it says what it did, for
 //! [`super::judge`], the record and the preflight.
 
-use crate::error::{Rejection, malformed};
+use crate::error::{Error, malformed};
+use crate::json::JsonType;
 use crate::json::object::{Node, Object};
 use crate::json::write::RenderedItems;
 use crate::machine;
@@ -43,13 +44,10 @@ pub(super) struct Wiring<'p> {
 }
 
 /// Merges the profile `facts` hold into `pod`.
-pub(super) fn pod<'p>(
-    pod: &mut Object<'_>,
-    facts: &'p Reading<'_>,
-) -> Result<Wiring<'p>, Rejection> {
+pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wiring<'p>, Error> {
     let profile = &facts.profile;
     // Read found the GPU containers in it.
-    let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", "an object"))?;
+    let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", JsonType::Object))?;
     let claim = Claim::of(profile, facts.fabric.name);
     let mut wiring = each_gpu_container(spec, facts, claim)?;
     add_claim(spec, facts, &mut wiring)?;
@@ -74,7 +72,7 @@ fn each_gpu_container<'p>(
     spec: &mut Object<'_>,
     facts: &'p Reading<'_>,
     claim: Option<Claim<'p>>,
-) -> Result<Wiring<'p>, Rejection> {
+) -> Result<Wiring<'p>, Error> {
     let profile = &facts.profile;
     let skipped = &facts.volumes.skipped;
     let additions = Additions {
@@ -104,7 +102,7 @@ fn each_gpu_container<'p>(
     };
     expect_read(spec, "containers", Read::List);
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
-        return Err(malformed("spec.containers", "a list"));
+        return Err(malformed("spec.containers", JsonType::List));
     };
     for &GpuContainer { index, gpus, .. } in &facts.gpu_containers {
         let Some(Node::Object(container)) = containers.get_mut(index) else {
@@ -138,7 +136,7 @@ fn add_claim(
     spec: &mut Object<'_>,
     facts: &Reading<'_>,
     wiring: &mut Wiring<'_>,
-) -> Result<(), Rejection> {
+) -> Result<(), Error> {
     let Some(claim) = &wiring.claim else {
         wiring.other_claims = machine::has_claims(spec);
         return Ok(());

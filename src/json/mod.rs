@@ -58,6 +58,12 @@ impl JsonType {
     }
 }
 
+impl fmt::Display for JsonType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// An object member's name, borrowed from the request unless it has escapes: the pod's objects
 /// and the settings' tape read their members' names with it.
 #[derive(Debug)]

@@ -13,8 +13,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::Name;
-use crate::error::{Path, Rejection, malformed};
+use super::{JsonType, Name};
+use crate::error::{Error, Path, malformed};
 
 /// Which members of an object are parsed; all others are kept as text.
 #[derive(Debug)]
@@ -194,7 +194,7 @@ impl<'a> Object<'a> {
 
 /// Reads `request.object` of an admission payload as an object of `shape`. A value the shape
 /// parses that is neither `null` nor of the shape's JSON type is a rejection naming its path.
-pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object<'a>, Rejection> {
+pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object<'a>, Error> {
     read_object_at(payload, &["request", "object"], shape)
 }
 
@@ -205,9 +205,9 @@ pub fn read_request_object<'a>(
     payload: &'a str,
     request: Option<&'a str>,
     shape: &'static Shape,
-) -> Result<Object<'a>, Rejection> {
+) -> Result<Object<'a>, Error> {
     match request.map(|text| read_object_at(text, &["object"], shape)) {
-        None | Some(Err(Rejection::Unreadable { .. })) => read_object(payload, shape),
+        None | Some(Err(Error::Unreadable { .. })) => read_object(payload, shape),
         Some(read) => read,
     }
 }
@@ -217,7 +217,7 @@ fn read_object_at<'a>(
     text: &'a str,
     keys: &[&'static str],
     shape: &'static Shape,
-) -> Result<Object<'a>, Rejection> {
+) -> Result<Object<'a>, Error> {
     let wrong_type = Cell::new(None);
     let found = Cell::new(None);
     let seed = Seed {
@@ -237,8 +237,8 @@ fn read_object_at<'a>(
     }
     match (found.take(), result) {
         (Some(Node::Object(object)), _) => Ok(object),
-        (Some(_), _) | (None, Ok(())) => Err(malformed("the object", "an object")),
-        (None, Err(e)) => Err(Rejection::Unreadable {
+        (Some(_), _) | (None, Ok(())) => Err(malformed("the object", JsonType::Object)),
+        (None, Err(e)) => Err(Error::Unreadable {
             reason: e.to_string(),
         }),
     }
@@ -329,7 +329,7 @@ impl<'de> Visitor<'de> for At<'_, '_, 'de> {
 struct Seed<'p> {
     member: Member,
     path: &'p Path<'p>,
-    wrong_type: &'p Cell<Option<Rejection>>,
+    wrong_type: &'p Cell<Option<Error>>,
 }
 
 impl<'de, 'p> DeserializeSeed<'de> for Seed<'p> {
@@ -341,10 +341,10 @@ impl<'de, 'p> DeserializeSeed<'de> for Seed<'p> {
 }
 
 impl Seed<'_> {
-    fn expected(&self) -> &'static str {
+    fn expected(&self) -> JsonType {
         match self.member {
-            Member::Object(_) => "an object",
-            Member::List(_) => "a list",
+            Member::Object(_) => JsonType::Object,
+            Member::List(_) => JsonType::List,
         }
     }
 
@@ -511,7 +511,7 @@ mod tests {
             let Some(Node::Object(meta)) = object.get("meta") else {
                 panic!("meta is parsed")
             };
-            Ok::<_, Rejection>(meta.get("a").and_then(Node::raw).unwrap().get().to_string())
+            Ok::<_, Error>(meta.get("a").and_then(Node::raw).unwrap().get().to_string())
         };
         let twice = r#"{"request": {"object": {"meta": {"a": 1}}, "object": {"meta": {"a": 2}}}}"#;
         assert_eq!(meta(twice).unwrap(), "2");
@@ -521,22 +521,22 @@ mod tests {
         let gone = r#"{"request": {"object": {"meta": {}}}, "request": {"uid": "u"}}"#;
         assert_eq!(
             meta(gone).unwrap_err(),
-            malformed("the object", "an object")
+            malformed("the object", JsonType::Object)
         );
     }
 
     #[test]
     fn a_wrong_type_where_the_shape_reads_is_located() {
         for (object, path, expected) in [
-            (r#"{"meta": 1.5}"#, "meta", "an object"),
-            (r#"{"items": {"a": 1}}"#, "items", "a list"),
+            (r#"{"meta": 1.5}"#, "meta", JsonType::Object),
+            (r#"{"items": {"a": 1}}"#, "items", JsonType::List),
             (
                 r#"{"items": [{}, {"inner": "x"}]}"#,
                 "items[1].inner",
-                "an object",
+                JsonType::Object,
             ),
-            (r#"{"items": [true]}"#, "items[0]", "an object"),
-            ("7", "the object", "an object"),
+            (r#"{"items": [true]}"#, "items[0]", JsonType::Object),
+            ("7", "the object", JsonType::Object),
         ] {
             let bytes = payload(object);
             assert_eq!(
@@ -548,7 +548,7 @@ mod tests {
         let bytes = payload("null");
         assert_eq!(
             read_object(&bytes, &SHAPE).unwrap_err(),
-            malformed("the object", "an object")
+            malformed("the object", JsonType::Object)
         );
         // Null where the shape reads is absent; elsewhere it is kept as text.
         let bytes = payload(r#"{"meta": null, "other": null}"#);

@@ -15,7 +15,7 @@ mod reader;
 use std::borrow::Cow;
 
 use crate::clouds::{self, Cloud, Fabric, Machine};
-use crate::error::Path;
+use crate::error::{Error, Path};
 use crate::json::JsonType;
 use crate::json::envelope::LAZY_SETTINGS;
 use crate::json::lenient::read;
@@ -169,7 +169,7 @@ impl<'a> CloudSettings<'a> {
     /// The row of `name`: the settings' over the built-in one. An error is a settings problem
     /// of the settings' row, which is read and checked only now (the last of a repeated type
     /// counts).
-    pub fn row(&self, name: &str) -> Result<Option<Row<'a>>, String> {
+    pub fn row(&self, name: &str) -> Result<Option<Row<'a>>, Error> {
         let users = match self.instance_types {
             Some(table) => user_row(self.cloud, table, name)?,
             None => None,
@@ -196,32 +196,22 @@ impl<'a> CloudSettings<'a> {
     }
 }
 
-/// Every problem found in the settings, each naming its field.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingsError(pub Vec<String>);
-
-impl std::fmt::Display for SettingsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0.join("; "))
-    }
-}
-
 impl<'a> Config<'a> {
     /// Reads and checks settings given as JSON text, every row of every instance table
     /// included: what `validate_settings` answers. `null` counts as `{}` (the host sends `{}` when
     /// there are none).
-    pub fn read(text: &'a str) -> Result<Config<'a>, SettingsError> {
+    pub fn read(text: &'a str) -> Result<Config<'a>, Error> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let tape = Tape::read_lazy(&mut deserializer, LAZY_SETTINGS)
             .and_then(|tape| deserializer.end().map(|()| tape))
-            .map_err(|e| SettingsError(vec![format!("settings are not valid JSON: {e}")]))?;
+            .map_err(|e| Error::Settings(vec![format!("settings are not valid JSON: {e}")]))?;
         Config::checked(&tape, Rows::All, None)
     }
 
     /// Reads and checks the settings of a request whose common keys were read already; the
     /// instance tables' rows are checked when a pod names them. The configuration borrows the
     /// text the tape borrows, not the tape.
-    pub fn from_tape(tape: &Tape<'a>, common: Common<'a>) -> Result<Config<'a>, SettingsError> {
+    pub fn from_tape(tape: &Tape<'a>, common: Common<'a>) -> Result<Config<'a>, Error> {
         Config::checked(tape, Rows::Named, Some(common))
     }
 
@@ -229,7 +219,7 @@ impl<'a> Config<'a> {
         tape: &Tape<'a>,
         rows: Rows,
         common: Option<Common<'a>>,
-    ) -> Result<Config<'a>, SettingsError> {
+    ) -> Result<Config<'a>, Error> {
         let top = top(tape)?;
         let mut r = Reader::default();
         let known = |key: &str| {
@@ -304,21 +294,21 @@ impl<'a> Config<'a> {
                 preflight,
                 record,
             }),
-            _ => Err(SettingsError(r.errors)),
+            _ => Err(Error::Settings(r.errors)),
         }
     }
 }
 
 impl<'a> Common<'a> {
     /// Reads and checks only the keys that decide whether a pod is the policy's.
-    pub fn from_tape(tape: &Tape<'a>) -> Result<Common<'a>, SettingsError> {
+    pub fn from_tape(tape: &Tape<'a>) -> Result<Common<'a>, Error> {
         let top = top(tape)?;
         let mut r = Reader::default();
         let common = r.common(top);
         if r.errors.is_empty() {
             Ok(common)
         } else {
-            Err(SettingsError(r.errors))
+            Err(Error::Settings(r.errors))
         }
     }
 }
@@ -333,11 +323,11 @@ enum Rows {
 }
 
 /// The settings object; `null` reads as `{}`.
-fn top<'t, 'a>(tape: &'t Tape<'a>) -> Result<Value<'t, 'a>, SettingsError> {
+fn top<'t, 'a>(tape: &'t Tape<'a>) -> Result<Value<'t, 'a>, Error> {
     let top = tape.root();
     match top.json_type() {
         JsonType::Null | JsonType::Object => Ok(top),
-        other => Err(SettingsError(vec![format!(
+        other => Err(Error::Settings(vec![format!(
             "settings must be an object with one of {}, got {}",
             cloud_names(),
             other.name()
@@ -476,23 +466,23 @@ fn user_row<'a>(
     cloud: &'static Cloud,
     table: &'a RawValue,
     name: &str,
-) -> Result<Option<(Cow<'a, str>, UserRow<'a>)>, String> {
+) -> Result<Option<(Cow<'a, str>, UserRow<'a>)>, Error> {
     let rows = crate::json::lenient::members(table);
     let Some((key, text)) = rows.0.iter().rev().find(|(key, _)| key == name) else {
         return Ok(None);
     };
-    let tape: Tape<'a> = read(text.get()).map_err(|e| e.to_string())?;
+    let tape: Tape<'a> = read(text.get()).map_err(|e| Error::Settings(vec![e.to_string()]))?;
     let mut r = Reader::default();
     let block = Path::Key(&Path::Root, cloud.name);
     let path = Path::Key(&block, INSTANCE_TYPES);
     match r.row(cloud, &Path::Entry(&path, key), key, tape.root()) {
         Some(row) if r.errors.is_empty() => Ok(Some((key.clone(), row))),
-        _ => Err(SettingsError(r.errors).to_string()),
+        _ => Err(Error::Settings(r.errors)),
     }
 }
 
 /// Checks settings as `validate_settings` receives them.
-pub fn check(text: &str) -> Result<(), SettingsError> {
+pub fn check(text: &str) -> Result<(), Error> {
     Config::read(text).map(drop)
 }
 
@@ -753,7 +743,7 @@ mod tests {
             Config::from_tape(&tape, common).expect("rows are not read before a pod names them");
         assert_eq!(config.cloud.row("y").unwrap().unwrap().devices, Some(4));
         assert_eq!(
-            config.cloud.row("x").unwrap_err(),
+            config.cloud.row("x").unwrap_err().to_string(),
             "aws.instanceTypes[x].devicesPerNode: must be a whole number from 0 to 1024, got \"4\""
         );
         let message = errors(json!({"aws": {"enabled": true, "instanceTypes": {
