@@ -68,6 +68,22 @@ fn main() -> Result<()> {
             )?;
         }
     }
+    // The trigger and opt-out keys as one key or a list (behaviour.md §1.3), crossed with pods
+    // opted in (and out) by NeMo Helix's keys as well as NeMo Platform's.
+    for settings in annotation_key_settings() {
+        let text = serde_json::to_vec(&settings)?;
+        written += write(&out.join("validate_settings"), &text)?;
+        for pod in issue_16_pods().iter().flat_map(helix_twins) {
+            let mut input = text.clone();
+            input.push(0);
+            input.extend(serde_json::to_vec(&pod)?);
+            written += write(&out.join("opted_in"), &input)?;
+            written += write(
+                &out.join("validate"),
+                &fixtures::create_payload(&pod, &settings),
+            )?;
+        }
+    }
     println!("{written} new seed inputs under {}", out.display());
     Ok(())
 }
@@ -120,6 +136,37 @@ fn issue_16_settings() -> Vec<Value> {
             "BM.GPU.MI300X.8": {"devicesPerNode": 4, "network": "default/rdma-vf"}}}}),
         json!({"aws": {"enabled": true, "instanceTypes": {"p6e-gb200.36xlarge": {"devicesPerNode": 8, "efaLibraryPath": ""}}}}),
     ]
+}
+
+/// `triggerAnnotation` and `optOutAnnotation` in each of their shapes.
+fn annotation_key_settings() -> Vec<Value> {
+    vec![
+        json!({"oci": {"enabled": true}}),
+        json!({"aws": {"enabled": true}, "triggerAnnotation": fixtures::HELIX_TRIGGER,
+            "optOutAnnotation": "nmp.nvidia.com/disable-multi-node-networking"}),
+        json!({"gcp": {"enabled": true}, "triggerAnnotation": ["example.com/fast-net", fixtures::HELIX_TRIGGER],
+            "optOutAnnotation": ["example.com/keep-out", "nhx.nvidia.com/disable-multi-node-networking"]}),
+        json!({"azure": {"enabled": true}, "triggerAnnotation": [], "optOutAnnotation": [7]}),
+    ]
+}
+
+/// The pod with its trigger renamed to NeMo Helix's, and that pod opted out by Helix's key, and
+/// with near-miss values on both triggers.
+fn helix_twins(pod: &Value) -> Vec<Value> {
+    let mut helix = pod.clone();
+    let Some(annotations) = helix["metadata"]["annotations"].as_object_mut() else {
+        return Vec::new();
+    };
+    if let Some(value) = annotations.remove(fixtures::TRIGGER) {
+        annotations.insert(fixtures::HELIX_TRIGGER.into(), value);
+    }
+    let mut opted_out = helix.clone();
+    opted_out["metadata"]["annotations"]["nhx.nvidia.com/disable-multi-node-networking"] =
+        json!("true");
+    let mut near_misses = helix.clone();
+    near_misses["metadata"]["annotations"][fixtures::HELIX_TRIGGER] = json!("True");
+    near_misses["metadata"]["annotations"][fixtures::TRIGGER] = json!("yes");
+    vec![helix, opted_out, near_misses]
 }
 
 /// Pods naming machines every way issue 16 reads them: GKE accelerators (known, fabric-only,
