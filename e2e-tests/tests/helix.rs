@@ -40,17 +40,18 @@ fn renamed(pod: &Value, opt_out: bool) -> Option<Value> {
     Some(pod)
 }
 
-/// The answer with the Helix keys named as NeMo Platform's, to compare.
-fn as_nmp(
-    response: &Response,
-) -> (
+/// An answer's parts: verdict, message, code, mutated pod, warnings, audit annotations.
+type Answer = (
     bool,
     Option<String>,
     Option<u16>,
     Option<Value>,
     Vec<String>,
     Option<BTreeMap<String, String>>,
-) {
+);
+
+/// The answer with the Helix keys named as NeMo Platform's, to compare.
+fn as_nmp(response: &Response) -> Answer {
     let back = |text: &str| {
         KEYS.iter().fold(text.to_string(), |text, key| {
             text.replace(&format!("{NHX}{key}"), &format!("{NMP}{key}"))
