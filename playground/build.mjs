@@ -113,7 +113,7 @@ function virtualModules({ glue, wasm }) {
 function exampleFiles() {
   const examples = join(root, 'examples');
   const read = (path) => ({ name: relative(examples, path).split(sep).join('/'), text: readFileSync(path, 'utf8') });
-  const settings = [...filesUnder(join(examples, 'settings')), join(examples, 'chart-values.yaml')];
+  const settings = [...filesUnder(join(examples, 'settings')), join(examples, 'chart-values.yaml'), join(examples, 'helix-values.yaml')];
   return { settings: settings.map(read), pods: filesUnder(join(examples, 'pods')).map(read) };
 }
 

@@ -1,6 +1,8 @@
 //! When the policy acts (behaviour.md §2): a Pod CREATE, opted in by the trigger annotation, owned
 //! as configured. Decided from the peeked metadata alone.
 
+use std::borrow::Cow;
+
 use crate::json::envelope::{PodPeek, Request};
 use crate::settings::Common;
 
@@ -24,36 +26,32 @@ pub fn is_pod_create(request: &Request<'_>) -> bool {
         && kind.kind.as_str() == Some("Pod")
 }
 
+/// How the trigger keys combine (behaviour.md §2): any key exactly `"true"` opts the pod in;
+/// otherwise the first key, in the settings' order, whose value is a near miss is warned about.
+/// Likewise for the opt-out keys, any `"true"` keeping the pod out.
 pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
-    match pod.annotation(&config.trigger).and_then(|v| v.as_str()) {
-        Some("true") => {}
-        Some(value) if near_miss(value) => {
-            return Decision::PassWithWarning(format!(
-                "annotation {} is {value:?}; multi-node networking is injected only when it is exactly \"true\"",
-                config.trigger
-            ));
-        }
-        _ => return Decision::Pass,
+    let triggers = values(pod, &config.triggers);
+    if !triggers.iter().any(|&(_, value)| value == "true") {
+        return match triggers.iter().find(|&&(_, value)| near_miss(value)) {
+            Some((key, value)) => Decision::PassWithWarning(format!(
+                "annotation {key} is {value:?}; multi-node networking is injected only when it is exactly \"true\""
+            )),
+            None => Decision::Pass,
+        };
     }
     // The opt-out wins over the trigger: a job controller sets the trigger on every worker, and
     // a pod that brings its own wiring (an NCCL test, a debug pod) needs a way to stay untouched.
-    let opt_out = pod.annotation(&config.opt_out).and_then(|v| v.as_str());
-    let mut warning = None;
-    match opt_out {
-        Some("true") => {
-            return Decision::PassWithWarning(format!(
-                "multi-node networking not injected: annotation {} is \"true\", which keeps the policy off this pod",
-                config.opt_out
-            ));
-        }
-        Some(value) if near_miss(value) => {
-            warning = Some(format!(
-                "annotation {} is {value:?}; a pod is kept out of multi-node networking only when it is exactly \"true\"",
-                config.opt_out
-            ));
-        }
-        _ => {}
+    let opt_outs = values(pod, &config.opt_outs);
+    if let Some((key, _)) = opt_outs.iter().find(|&&(_, value)| value == "true") {
+        return Decision::PassWithWarning(format!(
+            "multi-node networking not injected: annotation {key} is \"true\", which keeps the policy off this pod"
+        ));
     }
+    let warning = opt_outs.iter().find(|&&(_, value)| near_miss(value)).map(|(key, value)| {
+        format!(
+            "annotation {key} is {value:?}; a pod is kept out of multi-node networking only when it is exactly \"true\""
+        )
+    });
     if owner_matches(pod, config) {
         Decision::Inject(warning)
     } else {
@@ -68,6 +66,14 @@ pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
             None => "multi-node networking not injected: the pod has no owner reference, and the policy's ownerKinds and ownerApiGroups require one".to_string(),
         })
     }
+}
+
+/// The string values of `keys` on the pod, in the order of `keys`; a key the pod does not have,
+/// or whose value is no string, is left out.
+fn values<'p>(pod: &'p PodPeek<'_>, keys: &'p [Cow<'_, str>]) -> Vec<(&'p str, &'p str)> {
+    keys.iter()
+        .filter_map(|key| Some((key.as_ref(), pod.annotation(key)?.as_str()?)))
+        .collect()
 }
 
 /// A value someone who meant "true" might have written.
@@ -121,6 +127,102 @@ mod tests {
 
     const OPTED_IN: &str = "nmp.nvidia.com/enable-multi-node-networking";
     const OPTED_OUT: &str = "nmp.nvidia.com/disable-multi-node-networking";
+    const HELIX_IN: &str = "nhx.nvidia.com/enable-multi-node-networking";
+    const HELIX_OUT: &str = "nhx.nvidia.com/disable-multi-node-networking";
+
+    #[test]
+    fn nemo_helix_pods_opt_in_and_out_by_default() {
+        let defaults = config(json!({}));
+        let owner = json!([{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}]);
+        let pod = |annotations: serde_json::Value| json!({"annotations": annotations, "ownerReferences": owner});
+        assert_eq!(
+            decide_on(pod(json!({HELIX_IN: "true"})), &defaults),
+            Decision::Inject(None)
+        );
+        // Any trigger key "true" opts in, whatever the others say.
+        assert_eq!(
+            decide_on(pod(json!({OPTED_IN: "false", HELIX_IN: "true"})), &defaults),
+            Decision::Inject(None)
+        );
+        assert_eq!(
+            decide_on(pod(json!({OPTED_IN: "yes", HELIX_IN: "true"})), &defaults),
+            Decision::Inject(None)
+        );
+        // None "true": the first near miss in the settings' order is named.
+        let Decision::PassWithWarning(warning) =
+            decide_on(pod(json!({HELIX_IN: "True", OPTED_IN: "yes"})), &defaults)
+        else {
+            panic!("a near miss")
+        };
+        assert!(
+            warning.starts_with(&format!("annotation {OPTED_IN} is \"yes\"")),
+            "{warning}"
+        );
+        let Decision::PassWithWarning(warning) =
+            decide_on(pod(json!({OPTED_IN: "no", HELIX_IN: "True"})), &defaults)
+        else {
+            panic!("a near miss")
+        };
+        assert!(
+            warning.starts_with(&format!("annotation {HELIX_IN} is \"True\"")),
+            "{warning}"
+        );
+        // Any opt-out key "true" keeps the pod out, whichever trigger opted it in.
+        for (trigger, opt_out) in [
+            (OPTED_IN, HELIX_OUT),
+            (HELIX_IN, OPTED_OUT),
+            (HELIX_IN, HELIX_OUT),
+        ] {
+            let Decision::PassWithWarning(warning) =
+                decide_on(pod(json!({trigger: "true", opt_out: "true"})), &defaults)
+            else {
+                panic!("{trigger} {opt_out}")
+            };
+            assert!(warning.contains(opt_out), "{warning}");
+        }
+        let Decision::Inject(Some(warning)) = decide_on(
+            pod(json!({HELIX_IN: "true", HELIX_OUT: "yes", OPTED_OUT: "no"})),
+            &defaults,
+        ) else {
+            panic!("a near-miss opt-out is wired as usual")
+        };
+        assert!(
+            warning.starts_with(&format!("annotation {HELIX_OUT} is \"yes\"")),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn a_list_of_keys_replaces_the_default_keys() {
+        let custom = config(json!({
+            "triggerAnnotation": ["example.com/a", "example.com/b"],
+            "optOutAnnotation": ["example.com/no"],
+            "ownerKinds": [], "ownerApiGroups": []
+        }));
+        assert_eq!(custom.triggers, ["example.com/a", "example.com/b"]);
+        assert_eq!(
+            decide_on(json!({"annotations": {"example.com/b": "true"}}), &custom),
+            Decision::Inject(None)
+        );
+        assert_eq!(
+            decide_on(json!({"annotations": {HELIX_IN: "true"}}), &custom),
+            Decision::Pass
+        );
+        assert!(matches!(
+            decide_on(
+                json!({"annotations": {"example.com/a": "true", HELIX_OUT: "true"}}),
+                &custom
+            ),
+            Decision::Inject(None)
+        ));
+        assert!(matches!(
+            decide_on(
+                json!({"annotations": {"example.com/a": "true", "example.com/no": "true"}}),
+                &custom
+            ),
+            Decision::PassWithWarning(_)
+        ));
+    }
 
     #[test]
     fn volcano_pytorchjob_and_jobset_pods_are_ours() {

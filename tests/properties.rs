@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fixtures::{TRIGGER, admission_request, pod_kind, volcano_worker};
+use fixtures::{HELIX_TRIGGER, TRIGGER, TRIGGERS, admission_request, pod_kind, volcano_worker};
 use multinode_networking_policy::admission::{self, Verdict};
 use multinode_networking_policy::quantity;
 use multinode_networking_policy::settings;
@@ -930,7 +930,7 @@ fn build_pod(
     let mut annotations = Map::new();
     if let Some(value) = plan.trigger_value {
         let key = if plan.trigger_key_other {
-            if trigger == TRIGGER {
+            if TRIGGERS.contains(&trigger) {
                 CUSTOM_TRIGGER
             } else {
                 TRIGGER
@@ -1493,7 +1493,7 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
     (
         (cloud, claim_setting()),
         any::<bool>(),
-        proptest::option::weighted(0.2, Just(CUSTOM_TRIGGER)),
+        trigger_setting(),
         proptest::option::weighted(0.3, select(vec![json!([]), json!(["PyTorchJob", "Job"])])),
         proptest::option::weighted(
             0.3,
@@ -1545,8 +1545,12 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                     }
                 }
                 settings.insert(name.into(), block);
-                if let Some(t) = trigger {
-                    settings.insert("triggerAnnotation".into(), t.into());
+                let ((trigger_setting, opt_out), trigger) = trigger;
+                if let Some(t) = trigger_setting {
+                    settings.insert("triggerAnnotation".into(), t);
+                }
+                if let Some(o) = opt_out {
+                    settings.insert("optOutAnnotation".into(), o);
                 }
                 if let Some(k) = kinds {
                     settings.insert("ownerKinds".into(), k);
@@ -1560,16 +1564,35 @@ fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                 if let Some(key) = record {
                     settings.insert("recordAnnotation".into(), key.into());
                 }
-                (
-                    Value::Object(settings),
-                    trigger.unwrap_or(TRIGGER).to_string(),
-                    name,
-                )
+                (Value::Object(settings), trigger.to_string(), name)
             },
         )
         // Boxed: the strategy's nested types otherwise make frames that overflow the test
         // thread's stack in debug builds.
         .boxed()
+}
+
+/// `triggerAnnotation` and `optOutAnnotation` (behaviour.md §1.3), and the trigger key the pod
+/// carries: the default keys (NeMo Platform's or NeMo Helix's on the pod), one key, or a list.
+#[allow(clippy::type_complexity)]
+fn trigger_setting() -> impl Strategy<Value = ((Option<Value>, Option<Value>), &'static str)> {
+    let opt_out = proptest::option::weighted(
+        0.2,
+        select(vec![
+            json!("example.com/keep-out"),
+            json!([
+                "example.com/keep-out",
+                "nhx.nvidia.com/disable-multi-node-networking"
+            ]),
+        ]),
+    );
+    let trigger = prop_oneof![
+        8 => select(&TRIGGERS[..]).prop_map(|key| (None, key)),
+        1 => Just((Some(json!(CUSTOM_TRIGGER)), CUSTOM_TRIGGER)),
+        1 => select(&[CUSTOM_TRIGGER, HELIX_TRIGGER][..])
+            .prop_map(|key| (Some(json!([CUSTOM_TRIGGER, HELIX_TRIGGER])), key)),
+    ];
+    (trigger, opt_out).prop_map(|((setting, key), opt_out)| ((setting, opt_out), key))
 }
 
 /// `preflight` (behaviour.md §9): absent mostly, else each mode or `null`.
@@ -1707,6 +1730,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "p5.48xlarge",
     "NCCL_IB_TC",
     "triggerAnnotation",
+    "optOutAnnotation",
     "ownerKinds",
     "ownerApiGroups",
     "recordAnnotation",
@@ -1815,17 +1839,21 @@ fn evaluate(pod: &Value, settings: &Value) -> Verdict {
     admission::evaluate(&payload("CREATE", pod, settings))
 }
 
-/// The trigger annotation's value, read the way the pod's JSON holds it.
+/// Whether some trigger annotation's value is "true", read the way the pod's JSON holds it
+/// (behaviour.md §2: any of the keys).
 fn opted_in(pod: &Value, settings: &Value) -> bool {
-    let key = settings
-        .get("triggerAnnotation")
-        .and_then(Value::as_str)
-        .unwrap_or(TRIGGER);
-    pod.get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        == Some("true")
+    let keys: Vec<&str> = match settings.get("triggerAnnotation") {
+        Some(Value::String(key)) => vec![key.as_str()],
+        Some(Value::Array(keys)) => keys.iter().filter_map(Value::as_str).collect(),
+        _ => TRIGGERS.to_vec(),
+    };
+    keys.iter().any(|key| {
+        pod.get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            == Some("true")
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2170,7 +2198,7 @@ fn show(value: &Value) -> String {
 /// built with `fixtures::TRIGGER` would stop being opted in without a test saying why.
 #[test]
 fn the_fixtures_trigger_is_the_policys_default() {
-    assert_eq!(TRIGGER, settings::DEFAULT_TRIGGER);
+    assert_eq!(TRIGGERS, settings::DEFAULT_TRIGGERS);
 }
 
 /// The share of generated cases that each property is about, measured over a fixed sample: a
@@ -2182,7 +2210,7 @@ fn the_fixtures_trigger_is_the_policys_default() {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fate {
     Valid,
-    /// `triggerAnnotation`, `ownerKinds` or `ownerApiGroups` is wrong.
+    /// `triggerAnnotation`, `optOutAnnotation`, `ownerKinds` or `ownerApiGroups` is wrong.
     TriggerInvalid,
     /// A cloud block is wrong, beyond its instance rows.
     CloudInvalid,
@@ -2196,7 +2224,12 @@ fn fate(settings: &Value) -> Fate {
     }
     let trigger_valid = settings.as_object().map_or(settings.is_null(), |top| {
         let mut common = json!({"gcp": {"enabled": true}});
-        for key in ["triggerAnnotation", "ownerKinds", "ownerApiGroups"] {
+        for key in [
+            "triggerAnnotation",
+            "optOutAnnotation",
+            "ownerKinds",
+            "ownerApiGroups",
+        ] {
             if let Some(value) = top.get(key) {
                 common[key] = value.clone();
             }

@@ -125,7 +125,8 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 /// `settings_file: path` (from the repository's root) in place of `settings`: the case runs with
-/// a file users copy, such as `examples/settings/vendor/aws.yaml`, as it is in the repository.
+/// a file users copy, such as `examples/settings/vendor/aws.yaml`, as it is in the repository (of
+/// a chart's whole values file, its `multinodeNetworking` block).
 /// Likewise `object_file` for `object` and `expect.pod_file` for `expect.pod`: pods that several
 /// cases share (`e2e-tests/pods/`).
 fn settings_from_file(case: &mut serde_yaml::Value) -> Result<()> {
@@ -155,8 +156,14 @@ fn from_file(map: &mut serde_yaml::Mapping, key: &str, into: &str) -> Result<()>
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
-    let value: serde_yaml::Value =
+    let mut value: serde_yaml::Value =
         serde_yaml::from_str(&text).with_context(|| format!("{path} is not YAML"))?;
+    if into == "settings" {
+        // A whole chart values file (NeMo Platform's or NeMo Helix's) gives its
+        // `multinodeNetworking` block, as `make preview` and the playground read it.
+        let block = policy_payload::settings_block(serde_json::to_value(&value)?);
+        value = serde_yaml::to_value(block)?;
+    }
     map.insert(into.into(), value);
     Ok(())
 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use common::{cargo_version, policy_metadata, repo_root, string, yaml, yaml_documents};
 use e2e_tests::{Instance, admission_request, pod_kind, policy};
-// The trigger annotation when the settings do not name one.
-use fixtures::TRIGGER as DEFAULT_TRIGGER;
+// The trigger annotations when the settings do not name them.
+use fixtures::TRIGGERS as DEFAULT_TRIGGERS;
 use serde_json::{Value, json};
 
 const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
@@ -132,24 +132,29 @@ fn policy_problems(
         _ => {}
     }
 
-    // matchConditions must let the trigger annotation through.
-    let trigger = settings["triggerAnnotation"]
-        .as_str()
-        .unwrap_or(DEFAULT_TRIGGER);
+    // matchConditions must let every trigger annotation through: the API server never sends the
+    // policy a pod they leave out.
+    let triggers: Vec<&str> = match &settings["triggerAnnotation"] {
+        Value::String(key) => vec![key.as_str()],
+        Value::Array(keys) => keys.iter().filter_map(Value::as_str).collect(),
+        _ => DEFAULT_TRIGGERS.to_vec(),
+    };
     let conditions = spec["matchConditions"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    if !conditions.is_empty()
-        && !conditions.iter().any(|condition| {
-            condition["expression"]
-                .as_str()
-                .is_some_and(|e| e.contains(&format!("'{trigger}'")))
-        })
-    {
-        problems.push(format!(
-            "no matchConditions expression names the trigger annotation {trigger}"
-        ));
+    for trigger in triggers {
+        if !conditions.is_empty()
+            && !conditions.iter().any(|condition| {
+                condition["expression"]
+                    .as_str()
+                    .is_some_and(|e| e.contains(&format!("'{trigger}'")))
+            })
+        {
+            problems.push(format!(
+                "no matchConditions expression names the trigger annotation {trigger}"
+            ));
+        }
     }
     if conditions.is_empty() && spec["failurePolicy"] == "Fail" {
         problems.push("failurePolicy Fail without matchConditions holds up every pod".into());
@@ -441,8 +446,9 @@ fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
 }
 
 #[test]
-fn matchconditions_use_the_default_trigger_annotation() {
-    // The shipped examples keep the default trigger; their expressions must name it.
+fn matchconditions_use_the_default_trigger_annotations() {
+    // The shipped examples keep the default triggers; their expressions must admit each: a pod
+    // opted in by NeMo Helix's nhx. key alone must reach the policy as one with nmp.'s does.
     let mut seen = 0;
     for Document { file, value } in deploy_documents() {
         let Some(conditions) = value["spec"]["matchConditions"].as_array() else {
@@ -453,10 +459,28 @@ fn matchconditions_use_the_default_trigger_annotation() {
             .iter()
             .filter_map(|c| c["expression"].as_str())
             .collect();
-        assert!(
-            expressions.iter().any(|e| e.contains(DEFAULT_TRIGGER)),
-            "{file}: matchConditions {expressions:?} do not mention {DEFAULT_TRIGGER}"
-        );
+        for trigger in DEFAULT_TRIGGERS {
+            assert!(
+                expressions
+                    .iter()
+                    .any(|e| e.contains(&format!("'{trigger}' in object.metadata.annotations"))),
+                "{file}: matchConditions {expressions:?} do not admit {trigger}"
+            );
+        }
+        // Every condition must hold for the webhook to be called: the keys are alternatives
+        // within one expression, never one condition each.
+        for trigger in DEFAULT_TRIGGERS {
+            let alone: Vec<&str> = expressions
+                .iter()
+                .copied()
+                .filter(|e| !e.contains(&format!("'{trigger}'")))
+                .filter(|e| e.contains("enable-multi-node-networking"))
+                .collect();
+            assert!(
+                alone.is_empty(),
+                "{file}: matchConditions {alone:?} would leave out pods opted in by {trigger} alone"
+            );
+        }
     }
     assert!(seen > 0, "no manifest in deploy/ has matchConditions");
 }

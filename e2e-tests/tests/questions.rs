@@ -52,11 +52,11 @@ fn other_value(variable: &str) -> Option<Value> {
         "oci.rdmaDevicesPerGPU" => json!(4),
         "oci.resourceName" => json!("nvidia.com/rdma-vf"),
         "oci.network" => json!("default/rdma-vf"),
-        "triggerAnnotation" => json!("example.com/multi-node-networking"),
+        "triggerAnnotation" => json!(["example.com/multi-node-networking"]),
         "ownerKinds" => json!(["PyTorchJob"]),
         "ownerApiGroups" => json!(["kubeflow.org"]),
         // The example pod carries this annotation set to "true" (see `pod`).
-        "optOutAnnotation" => json!(OTHER_OPT_OUT),
+        "optOutAnnotation" => json!([OTHER_OPT_OUT]),
         // The example pod asks for nvidia.com/gpu only.
         "gpuResources" => json!(["amd.com/gpu"]),
         "recordAnnotation" => json!(""),

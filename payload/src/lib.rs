@@ -166,4 +166,19 @@ mod tests {
         assert_eq!(settings_block(values), block);
         assert_eq!(settings_block(block.clone()), block);
     }
+
+    #[test]
+    fn a_nemo_helix_values_file_gives_its_block() {
+        // NeMo Helix's values.yaml: the same block at the top level, among the chart's own keys,
+        // one of which holds `nhx.nvidia.com/` labels.
+        let block =
+            json!({"aws": {"enabled": false}, "oci": {"enabled": true, "rdmaDevicesPerGPU": 8}});
+        let values = json!({
+            "ngcAPIKey": "YOUR-NGC-API-KEY",
+            "networkPolicies": {"jobs": {"podSelector": {"matchLabels": {"nhx.nvidia.com/managed_by": "jobs-controller"}}}},
+            "multinodeNetworking": block,
+            "ncclTest": {"gpusPerNode": 1}
+        });
+        assert_eq!(settings_block(values), block);
+    }
 }

@@ -95,6 +95,29 @@ const MACHINES: &[Machine] = &[
         ],
         ..Facts::NONE
     }),
+    // RTX PRO 6000, 8 GPUs: Oracle publishes host-network manifests only (no VF count). Its NCCL
+    // values per shape (oracle-quickstart/oci-hpc-oke `terraform/via-provider-nccl-rccl-configmap.tf`,
+    // copied in skypilot `sky/provision/kubernetes/oci_nccl.py`, read 2026-12), but for
+    // `NCCL_DEBUG` (left to the user) and with `NCCL_IB_HCA=mlx5`: the exact list of host HCAs
+    // matches no SR-IOV VF.
+    Machine::uncounted("BM.GPU.RTXPRO.8", 8).with(Facts {
+        env: &[
+            ("NCCL_ALGO", "Tree"),
+            ("NCCL_CUMEM_ENABLE", "0"),
+            ("NCCL_IB_GID_INDEX", "3"),
+            ("NCCL_IB_HCA", "mlx5"),
+            ("NCCL_IB_QPS_PER_CONNECTION", "1"),
+            ("NCCL_IB_SL", "0"),
+            ("NCCL_IB_SPLIT_DATA_ON_QPS", "0"),
+            ("NCCL_IB_TC", "41"),
+            ("NCCL_IB_TIMEOUT", "22"),
+            ("NCCL_IGNORE_CPU_AFFINITY", "1"),
+            ("NCCL_MIN_NCHANNELS", "8"),
+            ("NCCL_NET_PLUGIN", "none"),
+            ("NCCL_SOCKET_IFNAME", "eth0"),
+        ],
+        ..Facts::NONE
+    }),
     // Rack-scale GB200/GB300, 4 GPUs, multi-node NVLink. Oracle publishes host-network manifests
     // only for them (no VF count): the rows carry the GPUs, for the warnings.
     Machine::uncounted("BM.GPU.GB200.4", 4).nvlink(),

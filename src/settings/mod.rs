@@ -29,8 +29,20 @@ use block::Place;
 use reader::Reader;
 use serde_json::value::RawValue;
 
-pub const DEFAULT_TRIGGER: &str = "nmp.nvidia.com/enable-multi-node-networking";
-pub const DEFAULT_OPT_OUT: &str = "nmp.nvidia.com/disable-multi-node-networking";
+/// The trigger keys when the settings name none: the NeMo Platform chart's, and NeMo Helix's,
+/// whose chart and jobs controller mark pods `nhx.nvidia.com/…` (behaviour.md §1.3).
+pub const DEFAULT_TRIGGERS: [&str; 2] = [
+    "nmp.nvidia.com/enable-multi-node-networking",
+    "nhx.nvidia.com/enable-multi-node-networking",
+];
+/// The opt-out keys when the settings name none, one per trigger prefix.
+pub const DEFAULT_OPT_OUTS: [&str; 2] = [
+    "nmp.nvidia.com/disable-multi-node-networking",
+    "nhx.nvidia.com/disable-multi-node-networking",
+];
+/// How many keys `triggerAnnotation` and `optOutAnnotation` may list: each is looked up in every
+/// pod's annotations.
+const MAX_ANNOTATION_KEYS: usize = 16;
 /// The annotation the record of what was injected is written under (behaviour.md §2.1).
 pub const DEFAULT_RECORD: &str = "nmp.nvidia.com/multi-node-networking-injected";
 pub const DEFAULT_OWNER_KINDS: [&str; 5] = ["PyTorchJob", "MPIJob", "Job", "RunaiJob", "JobSet"];
@@ -74,9 +86,10 @@ pub struct Config<'a> {
 /// for the pods that are not, most pods of a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Common<'a> {
-    pub trigger: Cow<'a, str>,
-    /// The annotation whose `"true"` keeps an opted-in pod untouched.
-    pub opt_out: Cow<'a, str>,
+    /// The annotations any of whose `"true"` opts a pod in, in the settings' order.
+    pub triggers: Vec<Cow<'a, str>>,
+    /// The annotations any of whose `"true"` keeps an opted-in pod untouched.
+    pub opt_outs: Vec<Cow<'a, str>>,
     /// Empty means any owner kind, or none.
     pub owner_kinds: Vec<Cow<'a, str>>,
     /// Empty means any owner API group, or none.
@@ -343,16 +356,8 @@ fn cloud_names() -> String {
 impl Reader {
     /// `triggerAnnotation`, `optOutAnnotation`, `ownerKinds`, `ownerApiGroups`.
     fn common<'a>(&mut self, top: Value<'_, 'a>) -> Common<'a> {
-        let mut annotation = |key| {
-            self.text(
-                &Path::Key(&Path::Root, key),
-                top.get(key),
-                is_qualified_name,
-                "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)",
-            )
-        };
-        let trigger = annotation("triggerAnnotation");
-        let opt_out = annotation("optOutAnnotation");
+        let triggers = self.annotation_keys(top, "triggerAnnotation", &DEFAULT_TRIGGERS);
+        let opt_outs = self.annotation_keys(top, "optOutAnnotation", &DEFAULT_OPT_OUTS);
         let owner_kinds = self.list(
             "ownerKinds",
             top,
@@ -368,11 +373,54 @@ impl Reader {
             "an API group such as batch.volcano.sh (\"\" for the core group)",
         );
         Common {
-            trigger: trigger.unwrap_or(Cow::Borrowed(DEFAULT_TRIGGER)),
-            opt_out: opt_out.unwrap_or(Cow::Borrowed(DEFAULT_OPT_OUT)),
+            triggers,
+            opt_outs,
             owner_kinds,
             owner_groups,
         }
+    }
+
+    /// `triggerAnnotation` or `optOutAnnotation`: one annotation key, or a list of 1 to 16 of
+    /// them (a key listed twice counts once); the default keys when absent or `null`.
+    fn annotation_keys<'a>(
+        &mut self,
+        top: Value<'_, 'a>,
+        key: &str,
+        default: &[&'static str],
+    ) -> Vec<Cow<'a, str>> {
+        const WHAT: &str = "a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters)";
+        let path = &Path::Key(&Path::Root, key);
+        let defaults = || default.iter().map(|k| Cow::Borrowed(*k)).collect();
+        let Some(raw) = top.get(key).filter(|raw| !raw.is_null()) else {
+            return defaults();
+        };
+        let mut keys = match raw.json_type() {
+            JsonType::String => self
+                .text(path, Some(raw), is_qualified_name, WHAT)
+                .map(|key| vec![key]),
+            JsonType::List => self.strings(
+                path,
+                raw,
+                Some((1, MAX_ANNOTATION_KEYS)),
+                is_qualified_name,
+                WHAT,
+            ),
+            other => {
+                self.errors.push(format!(
+                    "{path}: must be an annotation key or a list of 1 to {MAX_ANNOTATION_KEYS} annotation keys, got {}",
+                    other.name()
+                ));
+                None
+            }
+        }
+        .unwrap_or_else(defaults);
+        let mut seen = Vec::with_capacity(keys.len());
+        keys.retain(|k| {
+            let first = !seen.contains(k);
+            seen.push(k.clone());
+            first
+        });
+        keys
     }
 
     /// `recordAnnotation`: an annotation key other than the trigger, the opt-out and those the
@@ -390,8 +438,8 @@ impl Reader {
             None => Some(Cow::Borrowed(DEFAULT_RECORD)),
             Some(key) if key.is_empty() => None,
             Some(key)
-                if key == common.trigger
-                    || key == common.opt_out
+                if common.triggers.contains(&key)
+                    || common.opt_outs.contains(&key)
                     || key == crate::multus::ANNOTATION
                     || key.starts_with("networking.gke.io/")
                     || key.starts_with("devices.gke.io/") =>
@@ -537,7 +585,8 @@ mod tests {
         with(json!({"oci": {"enabled": true}}), |config| {
             assert_eq!(config.cloud.cloud.name, "oci");
             assert_eq!(count(config), DeviceCount::PerGpu(Ratio::whole(8)));
-            assert_eq!(config.common.trigger, DEFAULT_TRIGGER);
+            assert_eq!(config.common.triggers, DEFAULT_TRIGGERS);
+            assert_eq!(config.common.opt_outs, DEFAULT_OPT_OUTS);
             assert_eq!(config.common.owner_kinds, DEFAULT_OWNER_KINDS);
             assert_eq!(config.common.owner_groups, DEFAULT_OWNER_GROUPS);
         });
@@ -657,7 +706,42 @@ mod tests {
         );
         with(
             json!({"gcp": {"enabled": true}, "triggerAnnotation": "example.com/multi-node"}),
-            |config| assert_eq!(config.common.trigger, "example.com/multi-node"),
+            |config| assert_eq!(config.common.triggers, ["example.com/multi-node"]),
+        );
+    }
+
+    #[test]
+    fn annotation_keys_are_one_key_or_a_list() {
+        with(
+            json!({"gcp": {"enabled": true}, "triggerAnnotation": ["a.io/x", "b.io/y", "a.io/x"], "optOutAnnotation": "a.io/no"}),
+            |config| {
+                assert_eq!(config.common.triggers, ["a.io/x", "b.io/y"]);
+                assert_eq!(config.common.opt_outs, ["a.io/no"]);
+            },
+        );
+        with(
+            json!({"gcp": {"enabled": true}, "triggerAnnotation": null, "optOutAnnotation": null}),
+            |config| {
+                assert_eq!(config.common.triggers, DEFAULT_TRIGGERS);
+                assert_eq!(config.common.opt_outs, DEFAULT_OPT_OUTS);
+            },
+        );
+        assert_eq!(
+            errors(json!({"gcp": {"enabled": true}, "triggerAnnotation": []})),
+            "triggerAnnotation: must have from 1 to 16 items, got 0"
+        );
+        assert_eq!(
+            errors(json!({"gcp": {"enabled": true}, "optOutAnnotation": ["a.io/no", 3]})),
+            "optOutAnnotation[1]: must be a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters), got 3"
+        );
+        assert_eq!(
+            errors(json!({"gcp": {"enabled": true}, "triggerAnnotation": {"a.io/x": true}})),
+            "triggerAnnotation: must be an annotation key or a list of 1 to 16 annotation keys, got an object"
+        );
+        // The record must differ from every key of both lists.
+        assert!(
+            errors(json!({"gcp": {"enabled": true}, "recordAnnotation": "nhx.nvidia.com/disable-multi-node-networking"}))
+                .starts_with("recordAnnotation: must differ")
         );
     }
 

@@ -54,10 +54,26 @@ fn main() -> Result<()> {
     // The fabrics', machines' and GPU resources' inputs crossed: every fabric, GPU resource and row-as-overlay setting below with
     // pods that name each kind of machine, so that the fuzzer starts from pairs the e2e cases hold
     // only one by one (an RDMA block with an A4X pod, a TCPX row with several candidates).
-    for settings in issue_16_settings() {
+    for settings in fabric_and_machine_settings() {
         let text = serde_json::to_vec(&settings)?;
         written += write(&out.join("validate_settings"), &text)?;
-        for pod in issue_16_pods() {
+        for pod in machine_naming_pods() {
+            let mut input = text.clone();
+            input.push(0);
+            input.extend(serde_json::to_vec(&pod)?);
+            written += write(&out.join("opted_in"), &input)?;
+            written += write(
+                &out.join("validate"),
+                &fixtures::create_payload(&pod, &settings),
+            )?;
+        }
+    }
+    // The trigger and opt-out keys as one key or a list (behaviour.md §1.3), crossed with pods
+    // opted in (and out) by NeMo Helix's keys as well as NeMo Platform's.
+    for settings in annotation_key_settings() {
+        let text = serde_json::to_vec(&settings)?;
+        written += write(&out.join("validate_settings"), &text)?;
+        for pod in machine_naming_pods().iter().flat_map(helix_twins) {
             let mut input = text.clone();
             input.push(0);
             input.extend(serde_json::to_vec(&pod)?);
@@ -98,7 +114,7 @@ fn write(dir: &Path, bytes: &[u8]) -> Result<usize> {
 
 /// Settings of the fabrics and machines: GCP's fabrics and their blocks, rows that pick a fabric or set a cloud's
 /// keys, `gpuResources`, Azure's topology file turned off.
-fn issue_16_settings() -> Vec<Value> {
+fn fabric_and_machine_settings() -> Vec<Value> {
     vec![
         json!({"gcp": {"enabled": true, "fabric": "rdma"}}),
         json!({"gcp": {"enabled": true, "fabric": "tcpx", "tcpx": {
@@ -122,9 +138,40 @@ fn issue_16_settings() -> Vec<Value> {
     ]
 }
 
+/// `triggerAnnotation` and `optOutAnnotation` in each of their shapes.
+fn annotation_key_settings() -> Vec<Value> {
+    vec![
+        json!({"oci": {"enabled": true}}),
+        json!({"aws": {"enabled": true}, "triggerAnnotation": fixtures::HELIX_TRIGGER,
+            "optOutAnnotation": "nmp.nvidia.com/disable-multi-node-networking"}),
+        json!({"gcp": {"enabled": true}, "triggerAnnotation": ["example.com/fast-net", fixtures::HELIX_TRIGGER],
+            "optOutAnnotation": ["example.com/keep-out", "nhx.nvidia.com/disable-multi-node-networking"]}),
+        json!({"azure": {"enabled": true}, "triggerAnnotation": [], "optOutAnnotation": [7]}),
+    ]
+}
+
+/// The pod with its trigger renamed to NeMo Helix's, and that pod opted out by Helix's key, and
+/// with near-miss values on both triggers.
+fn helix_twins(pod: &Value) -> Vec<Value> {
+    let mut helix = pod.clone();
+    let Some(annotations) = helix["metadata"]["annotations"].as_object_mut() else {
+        return Vec::new();
+    };
+    if let Some(value) = annotations.remove(fixtures::TRIGGER) {
+        annotations.insert(fixtures::HELIX_TRIGGER.into(), value);
+    }
+    let mut opted_out = helix.clone();
+    opted_out["metadata"]["annotations"]["nhx.nvidia.com/disable-multi-node-networking"] =
+        json!("true");
+    let mut near_misses = helix.clone();
+    near_misses["metadata"]["annotations"][fixtures::HELIX_TRIGGER] = json!("True");
+    near_misses["metadata"]["annotations"][fixtures::TRIGGER] = json!("yes");
+    vec![helix, opted_out, near_misses]
+}
+
 /// Pods naming machines every way the policy reads them: GKE accelerators (known, fabric-only,
 /// unknown, several), instance types, AMD GPUs, resource claims.
-fn issue_16_pods() -> Vec<Value> {
+fn machine_naming_pods() -> Vec<Value> {
     let mut pods = vec![a3_ultra_worker(), a3_high_worker(), mi300x_worker()];
     let selectors = [
         json!({"cloud.google.com/gke-accelerator": "nvidia-gb200"}),

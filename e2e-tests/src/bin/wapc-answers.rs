@@ -7,8 +7,9 @@
 //!   bytes (the page must give the same bytes), and what the case expects, written by hand: the
 //!   verdict, and the JSON Patch from the pod to the expected pod, as the policy server computes
 //!   it. A mutated pod is sent again (`second pass`), as the e2e runner does.
-//! - `examples`: every example settings file (`examples/settings` at any depth and the chart's
-//!   values) with every example pod (`examples/pods`), read from YAML here with serde_yaml, and
+//! - `examples`: every example settings file (`examples/settings` at any depth and the charts'
+//!   values, NeMo Platform's and NeMo Helix's) with every example pod (`examples/pods`), read
+//!   from YAML here with serde_yaml, and
 //!   the patch the policy server would compute from the module's answer: the page reads the same
 //!   files with another YAML reader and must show the same patch.
 
@@ -137,6 +138,7 @@ fn mutation_case(instance: &Instance, file: &str, case: &Case) -> Result<Vec<Val
 fn examples(instance: &Instance, dir: &Path) -> Result<Vec<Value>> {
     let mut settings_files = e2e_tests::yaml_files(&dir.join("settings"))?;
     settings_files.push(dir.join("chart-values.yaml"));
+    settings_files.push(dir.join("helix-values.yaml"));
     let pod_files = e2e_tests::yaml_files(&dir.join("pods"))?;
     ensure!(
         !pod_files.is_empty(),
