@@ -1,6 +1,7 @@
 //! The `annotate` and `inspect` commands, with the argument reader and the file helpers they
 //! use: `policy-metadata` runs them, and `publish` runs the same ones beside its registry
-//! commands, so both spell their flags and messages alike.
+//! commands (`annotate` only when built with its `annotate` feature), so both spell their flags
+//! and messages alike.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
