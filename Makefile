@@ -5,7 +5,9 @@ WASM_TARGET := wasm32-wasip1
 CRATE       := multinode_networking_policy
 MODULE      := target/$(WASM_TARGET)/release/$(CRATE).wasm
 SOURCES     := $(wildcard src/*.rs src/*/*.rs src/*/*/*.rs) Cargo.toml Cargo.lock
-PUBLISHER   := $(wildcard publish/src/*.rs) publish/Cargo.toml
+# The annotation tool (light: no registry client), and the publishing tool that depends on it.
+ANNOTATOR   := $(wildcard metadata/src/*.rs) metadata/Cargo.toml
+PUBLISHER   := $(wildcard publish/src/*.rs) publish/Cargo.toml $(ANNOTATOR)
 CARGO       ?= cargo
 CLOUD       ?= aws
 POD         ?=
@@ -34,10 +36,11 @@ policy.wasm: $(SOURCES) | wasm-target wasm-opt
 	$(WASM_OPT) $(WASM_OPT_FLAGS) $(MODULE) -o policy.wasm
 
 # What the policy server loads: policy.wasm with policy-metadata.yml, its own protocol_version
-# answer and this README in its io.kubewarden.metadata section, written by the publish tool
-# (no kwctl needed). The policy server refuses policy.wasm itself.
-annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(PUBLISHER)
-	$(CARGO) run --locked -q -p publish -- annotate -m policy-metadata.yml -u README.md \
+# answer and this README in its io.kubewarden.metadata section, written by the policy-metadata
+# tool (no kwctl needed; no signing or registry crates built, so `make preview` stays quick).
+# The policy server refuses policy.wasm itself.
+annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(ANNOTATOR)
+	$(CARGO) run --locked -q -p policy-metadata -- annotate -m policy-metadata.yml -u README.md \
 		-o annotated-policy.wasm policy.wasm
 
 # The SBOM of the module (publish sbom): CycloneDX 1.5 JSON of what is compiled into it, the
@@ -69,11 +72,12 @@ test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-tes
 unit-tests:
 	$(CARGO) test --locked -p multinode-networking-policy -p policy-payload -p playground
 
-# The annotated module, the one users deploy; policy.wasm to compare its answers with.
+# The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
+# annotate again in the policy-metadata tool's tests.
 .PHONY: e2e-tests
 e2e-tests: annotated-policy.wasm policy.wasm
 	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
-		$(CARGO) test --locked -p e2e-tests
+		$(CARGO) test --locked -p e2e-tests -p policy-metadata
 
 # kwctl's contract with a real kwctl: every e2e case through `kwctl run`, its AdmissionResponse
 # compared with the module's in the waPC host (e2e-tests/src/bin/kwctl-cases.rs). Skipped,
@@ -87,7 +91,7 @@ e2e-kwctl: annotated-policy.wasm
 		echo "e2e-kwctl: skipped: no $(KWCTL) on the PATH (install kwctl, or give KWCTL=/path/to/kwctl)"; \
 	fi
 
-# The publish tool's tests: annotation, and a push of the annotated module to a real registry
+# The publish tool's tests: its commands, and a push of the annotated module to a real registry
 # (Debian's docker-registry on 127.0.0.1, installed if missing) pulled back; the script stops
 # the registries it started.
 .PHONY: registry-test

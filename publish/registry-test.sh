@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pushes annotated-policy.wasm to a real OCI registry and pulls it back
-# (publish/tests/registry.rs), and runs the rest of publish's tests (annotation: they read
+# (publish/tests/registry.rs), and runs the rest of publish's tests (its commands: they read
 # PLAIN_POLICY_WASM, policy.wasm as the build wrote it, from the environment or beside this).
 #
 # Installs Debian's docker-registry (and openssl) if missing, starts three registries on free

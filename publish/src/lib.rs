@@ -7,7 +7,10 @@
 //! module URL in an `AdmissionPolicy` or `ClusterAdmissionPolicy` loads it.
 //!
 //! What is pushed is the annotated module: the policy server refuses a waPC module without an
-//! `io.kubewarden.metadata` section. [`annotate`] writes that section without kwctl.
+//! `io.kubewarden.metadata` section. The `policy-metadata` crate writes that section without
+//! kwctl; its modules are re-exported here ([`annotate`], [`metadata`], [`section`], and
+//! `protocol` with the `annotate` feature). This crate adds what only publishing needs: the registry client, signing
+//! ([`sign`]) and the SBOM ([`sbom`]).
 
 use std::time::Duration;
 
@@ -21,11 +24,11 @@ pub use oci_client::manifest::{
 };
 pub use oci_client::secrets::RegistryAuth;
 
-pub mod annotate;
-pub mod metadata;
-pub mod protocol;
+#[cfg(feature = "annotate")]
+pub use policy_metadata::protocol;
+pub use policy_metadata::{annotate, metadata, section};
+
 pub mod sbom;
-pub mod section;
 pub mod sign;
 
 /// The config blob Kubewarden writes: an empty JSON object.

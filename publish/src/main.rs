@@ -6,13 +6,12 @@
 //! set, else anonymous. `push`, `pull`, `verify` and `verify-sbom` write the manifest digest
 //! to stdout, the rest to stderr; `inspect` writes the metadata to stdout.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use publish::annotate::{annotate, annotation};
-use publish::metadata::USAGE_ANNOTATION;
+use policy_metadata::annotate::annotation;
+use policy_metadata::cli::{inspect_command, parse, read, write};
 use publish::sign::{self, CYCLONEDX_PREDICATE_TYPE};
 use publish::{
     Registry, WASM_LAYER_MEDIA_TYPE, auth_from_env, insecure_from_env, parse_reference, sbom,
@@ -29,7 +28,8 @@ const USAGE: &str = "usage:
   publish sbom [--manifest-path <Cargo.toml>] -o <sbom.cdx.json>
 
 annotate writes the metadata file, the module's protocol_version answer and the usage text
-into the module's io.kubewarden.metadata section, as `kwctl annotate` does (same flags).
+into the module's io.kubewarden.metadata section, as `kwctl annotate` does (same flags); it
+needs publish built with --features annotate, else `policy-metadata annotate` does it.
 inspect shows that metadata and fails if the policy server would refuse it.
 push refuses a module that inspect would refuse. With -k it signs the pushed manifest digest
 with that private key, as `cosign sign --key` does, and with --sbom also attests the SBOM,
@@ -54,53 +54,6 @@ async fn main() -> ExitCode {
     }
 }
 
-/// An option: its long name, its short name (or ""), whether it takes a value.
-type Spec = (&'static str, &'static str, bool);
-
-/// A command's arguments: positionals in order, options by long name.
-#[derive(Default)]
-struct Parsed {
-    positional: Vec<String>,
-    values: BTreeMap<&'static str, String>,
-    switches: BTreeSet<&'static str>,
-}
-
-fn parse(args: &[String], specs: &[Spec]) -> Result<Parsed> {
-    let mut parsed = Parsed::default();
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        if !arg.starts_with('-') {
-            parsed.positional.push(arg.clone());
-            continue;
-        }
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value)),
-            _ => (arg.as_str(), None),
-        };
-        let Some(&(long, _, takes_value)) = specs
-            .iter()
-            .find(|(long, short, _)| name == *long || (!short.is_empty() && name == *short))
-        else {
-            bail!("unknown option {arg}\n\n{USAGE}");
-        };
-        if takes_value {
-            let value = match inline {
-                Some(value) => value.to_string(),
-                None => args
-                    .next()
-                    .with_context(|| format!("{long} needs a value\n\n{USAGE}"))?
-                    .clone(),
-            };
-            parsed.values.insert(long, value);
-        } else if inline.is_some() {
-            bail!("{long} takes no value\n\n{USAGE}");
-        } else {
-            parsed.switches.insert(long);
-        }
-    }
-    Ok(parsed)
-}
-
 async fn run(args: Vec<String>) -> Result<()> {
     if args.iter().any(|arg| arg == "-h" || arg == "--help") {
         println!("{USAGE}");
@@ -110,35 +63,8 @@ async fn run(args: Vec<String>) -> Result<()> {
         bail!("{USAGE}");
     };
     match command.as_str() {
-        "annotate" => {
-            let specs = [
-                ("--metadata-path", "-m", true),
-                ("--usage-path", "-u", true),
-                ("--output-path", "-o", true),
-            ];
-            let mut parsed = parse(rest, &specs)?;
-            let (Some(metadata), Some(output), [module]) = (
-                parsed.values.remove("--metadata-path"),
-                parsed.values.remove("--output-path"),
-                parsed.positional.as_slice(),
-            ) else {
-                bail!("annotate needs -m, -o and one module\n\n{USAGE}");
-            };
-            let usage = parsed.values.remove("--usage-path");
-            annotate_file(module, &metadata, usage.as_deref(), &output)
-        }
-        "inspect" => {
-            let parsed = parse(rest, &[("--output", "-o", true)])?;
-            let [module] = parsed.positional.as_slice() else {
-                bail!("inspect needs one module\n\n{USAGE}");
-            };
-            let json = match parsed.values.get("--output").map(String::as_str) {
-                None | Some("yaml") => false,
-                Some("json") => true,
-                Some(other) => bail!("-o {other} is not an output format; use yaml or json"),
-            };
-            inspect(module, json)
-        }
+        "annotate" => annotate(rest),
+        "inspect" => inspect_command(rest, USAGE),
         "push" | "pull" | "verify" | "verify-sbom" => {
             let mut parsed = parse(
                 rest,
@@ -148,6 +74,7 @@ async fn run(args: Vec<String>) -> Result<()> {
                     ("--sbom", "", true),
                     ("--output", "-o", true),
                 ],
+                USAGE,
             )?;
             let insecure = insecure_from_env() || parsed.switches.contains("--insecure");
             let key = parsed.values.remove("--key");
@@ -190,7 +117,7 @@ async fn run(args: Vec<String>) -> Result<()> {
             }
         }
         "generate-key" => {
-            let mut parsed = parse(rest, &[("--output-key-prefix", "-o", true)])?;
+            let mut parsed = parse(rest, &[("--output-key-prefix", "-o", true)], USAGE)?;
             let (Some(prefix), []) = (
                 parsed.values.remove("--output-key-prefix"),
                 parsed.positional.as_slice(),
@@ -203,6 +130,7 @@ async fn run(args: Vec<String>) -> Result<()> {
             let mut parsed = parse(
                 rest,
                 &[("--manifest-path", "", true), ("--output", "-o", true)],
+                USAGE,
             )?;
             let (Some(output), []) = (
                 parsed.values.remove("--output"),
@@ -220,59 +148,20 @@ async fn run(args: Vec<String>) -> Result<()> {
     }
 }
 
-fn read(path: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {path}"))
+/// `annotate`: policy-metadata's command, when built with the `annotate` feature.
+#[cfg(feature = "annotate")]
+fn annotate(rest: &[String]) -> Result<()> {
+    policy_metadata::cli::annotate_command(rest, USAGE)
 }
 
-fn read_text(path: &str) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {path} as UTF-8 text"))
-}
-
-/// Writes beside the target, then renames: a failure leaves no half-written module.
-fn write(out: &str, bytes: &[u8]) -> Result<()> {
-    let out_path = Path::new(out);
-    let partial = out_path.with_extension("partial");
-    std::fs::write(&partial, bytes)
-        .with_context(|| format!("cannot write {}", partial.display()))?;
-    std::fs::rename(&partial, out_path).with_context(|| format!("cannot write {out}"))
-}
-
-fn annotate_file(module: &str, metadata: &str, usage: Option<&str>, out: &str) -> Result<()> {
-    let bytes = read(module)?;
-    let text = read_text(metadata)?;
-    let usage_text = usage.map(read_text).transpose()?;
-    let annotated = annotate(&bytes, metadata, &text, usage_text.as_deref())
-        .with_context(|| format!("cannot annotate {module}"))?;
-    write(out, &annotated)?;
-    eprintln!(
-        "annotated {module} ({} bytes) with {metadata}{}: {out} ({} bytes)",
-        bytes.len(),
-        usage.map(|u| format!(" and {u}")).unwrap_or_default(),
-        annotated.len()
-    );
-    Ok(())
-}
-
-fn inspect(module: &str, json: bool) -> Result<()> {
-    let bytes = read(module)?;
-    let (mut metadata, data) = annotation(&bytes).with_context(|| module.to_string())?;
-    if json {
-        println!("{}", String::from_utf8_lossy(data));
-        return Ok(());
-    }
-    // The usage text is the README: long, and readable in the source.
-    let usage = metadata
-        .annotations
-        .as_mut()
-        .and_then(|annotations| annotations.remove(USAGE_ANNOTATION));
-    print!("{}", serde_yaml::to_string(&metadata)?);
-    if let Some(usage) = usage {
-        println!(
-            "# {USAGE_ANNOTATION}: {} lines, not shown (-o json shows everything)",
-            usage.lines().count()
-        );
-    }
-    Ok(())
+/// Without the `annotate` feature, publish builds no wasmtime, and says where annotating is.
+#[cfg(not(feature = "annotate"))]
+fn annotate(_: &[String]) -> Result<()> {
+    bail!(
+        "annotating runs the module in wasmtime, which this publish is built without: run \
+         `cargo run -p policy-metadata -- annotate` (the same flags; `make annotated-policy.wasm` \
+         does), or `cargo run -p publish --features annotate -- annotate`"
+    )
 }
 
 /// COSIGN_PASSWORD, which may be set and empty (a key without password), as cosign reads it.

@@ -545,6 +545,15 @@ fn verified_statement(key: &CosignVerificationKey, envelope: &[u8]) -> Result<Va
 mod tests {
     use super::*;
 
+    /// The key deploy/policy-server's verificationConfig holds (e2e-tests' deploy test checks
+    /// that it is this file) is one the policy server and `publish verify` can read.
+    #[test]
+    fn the_projects_key_is_a_cosign_public_key() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cosign.pub");
+        let key = std::fs::read(&path).unwrap();
+        load_public_key(&key).unwrap_or_else(|e| panic!("cosign.pub: {e:#}"));
+    }
+
     #[test]
     fn pae_is_dsse_v1() {
         // DSSE's specification: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body.

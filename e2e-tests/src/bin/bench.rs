@@ -96,7 +96,7 @@ fn run() -> Result<()> {
         cpu_model(),
     );
     // The target is the code's size: the annotation adds the metadata and this README's text.
-    let module = publish::section::size_without_metadata(&std::fs::read(&args.policy)?)?;
+    let module = policy_metadata::section::size_without_metadata(&std::fs::read(&args.policy)?)?;
     println!(
         "module size target ≤ 350 KB (350,000 bytes): {module} bytes without its metadata section: {}",
         if module <= 350_000 { "met" } else { "MISSED" }

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use e2e_tests::{Policy, admission_request, default_module_path, pod_kind};
+use policy_metadata::annotate::annotation;
 use policy_payload::settings_block;
-use publish::annotate::annotation;
 
 struct Args {
     cloud: String,

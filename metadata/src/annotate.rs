@@ -3,12 +3,16 @@
 
 use anyhow::{Result, bail};
 
-use crate::metadata::{ExecutionMode, Metadata};
-use crate::{protocol, section};
+use crate::metadata::Metadata;
+use crate::section;
 
 /// `module` annotated with the metadata file's `text` (`file` names it in messages), the
 /// module's own protocol version, and `usage` as `io.kubewarden.policy.usage`.
+#[cfg(feature = "annotate")]
 pub fn annotate(module: &[u8], file: &str, text: &str, usage: Option<&str>) -> Result<Vec<u8>> {
+    use crate::metadata::ExecutionMode;
+    use crate::protocol;
+
     let mut metadata = Metadata::from_file_text(file, text)?;
     if metadata.execution_mode != ExecutionMode::KubewardenWapc {
         bail!(
@@ -31,7 +35,7 @@ pub fn annotate(module: &[u8], file: &str, text: &str, usage: Option<&str>) -> R
 pub fn annotation(module: &[u8]) -> Result<(Metadata, &[u8])> {
     let Some(data) = section::metadata_section(module)? else {
         bail!(
-            "the module has no {} section, and the policy server refuses a waPC module without one; annotate it (`publish annotate`, or `make annotated-policy.wasm`)",
+            "the module has no {} section, and the policy server refuses a waPC module without one; annotate it (`make annotated-policy.wasm`, or `policy-metadata annotate`)",
             section::METADATA_SECTION
         );
     };
