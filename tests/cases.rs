@@ -31,7 +31,9 @@ impl Answerer for Native {
     }
 
     fn validate_settings(&self, payload: &[u8]) -> Result<Vec<u8>> {
-        caught("validate_settings", || admission::validate_settings(payload))
+        caught("validate_settings", || {
+            admission::validate_settings(payload)
+        })
     }
 }
 

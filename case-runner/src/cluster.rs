@@ -87,15 +87,12 @@ impl Recorder {
         operation: &str,
         payload: &[u8],
     ) -> Result<Vec<u8>, HostError> {
-        self.calls
-            .lock()
-            .map_err(|_| "host state poisoned")?
-            .push((
-                binding.to_string(),
-                namespace.to_string(),
-                operation.to_string(),
-                payload.to_vec(),
-            ));
+        self.calls.lock().map_err(|_| "host state poisoned")?.push((
+            binding.to_string(),
+            namespace.to_string(),
+            operation.to_string(),
+            payload.to_vec(),
+        ));
         answer(
             self.cluster.as_ref(),
             binding,

@@ -237,7 +237,11 @@ fn run_all<T: Named>(
 ) -> Report {
     let mut seen = HashSet::new();
     for (_, case) in all {
-        assert!(seen.insert(case.name()), "case name {} is used twice", case.name());
+        assert!(
+            seen.insert(case.name()),
+            "case name {} is used twice",
+            case.name()
+        );
     }
     let failures = all
         .iter()

@@ -99,10 +99,7 @@ impl Policy {
         let callback = {
             let answers = Arc::clone(&answers);
             move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
-                let host = answers
-                    .lock()
-                    .map_err(|_| "host state poisoned")?
-                    .clone();
+                let host = answers.lock().map_err(|_| "host state poisoned")?.clone();
                 host(binding, namespace, operation, payload)
             }
         };
