@@ -33,7 +33,10 @@ mod patch_rule;
 
 /// The repository's root, where the policy crate is.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("case-runner lives in the repository's root")
+        .to_path_buf()
 }
 
 /// Where the mutation cases are: `e2e-tests/cases`.
