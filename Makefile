@@ -68,9 +68,11 @@ bench: annotated-policy.wasm | wasm-target wasm-opt
 .PHONY: test
 test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-test
 
+# The policy crate's tests run every YAML case against its core natively (tests/cases.rs), with
+# the runner e2e-tests runs them by through the module; case-runner's own tests check its checks.
 .PHONY: unit-tests
 unit-tests:
-	$(CARGO) test --locked -p multinode-networking-policy -p policy-payload -p playground
+	$(CARGO) test --locked -p multinode-networking-policy -p case-runner -p policy-payload -p playground
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
 # annotate again in the policy-metadata tool's tests.

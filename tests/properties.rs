@@ -12,7 +12,7 @@
 //! no-panic properties.
 //!
 //! For every input: the answer is deterministic; a second pass over a mutated pod changes nothing;
-//! the policy server's patch only adds (`support/patch_rule.rs`, shared with the e2e host);
+//! the policy server's patch only adds (`support/patch_rule.rs`, shared with the case runner);
 //! containers without GPUs are untouched; the mutated pod breaks no Kubernetes API rule that the
 //! input kept; a pod `k8s-openapi` could decode still decodes, and is never refused for a JSON
 //! type; a pod that did not opt in is accepted unchanged; settings accepted at load never refuse a
@@ -1925,7 +1925,7 @@ fn annotation_seccomp(value: &str) -> Option<&'static str> {
 }
 
 fn violations(pod: &Value) -> BTreeSet<String> {
-    // The API server's rules for DRA claims (`support/claim_rules.rs`, shared with the e2e host).
+    // The API server's rules for DRA claims (`support/claim_rules.rs`, shared with the case runner).
     let mut found: BTreeSet<String> = claim_rules::violations(pod).into_iter().collect();
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     let annotations = pod

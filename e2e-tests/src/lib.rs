@@ -3,12 +3,17 @@
 //!
 //! The module under test is `annotated-policy.wasm`, the one users deploy: the policy server
 //! refuses `policy.wasm`, which lacks the metadata section.
+//!
+//! An [`Instance`] answers the YAML cases of `case-runner` (an [`Answerer`]), which the policy
+//! crate's `cargo test` runs against its core natively: here they run through the module, the
+//! case's fixture cluster answering the guest's host calls through waPC.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{Context, Result};
-use serde::Deserialize;
+use case_runner::cluster::{self as fixture, Recorder};
+use case_runner::{Answerer, HostFn};
 use serde_json::Value;
 use wapc::WapcHost;
 use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
@@ -17,43 +22,15 @@ use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre
 // crate (from the payload crate the browser playground uses too), which the property tests and
 // the fuzz targets share and which builds no wasmtime.
 pub use fixtures::{admission_request, pod_kind};
+// The cases, their fixture cluster and the checks of an answer live in the case runner, which the
+// policy crate's tests run natively too; here they run through the compiled module.
+pub use case_runner::{
+    Response, SettingsResponse, cases, checked_claims, checked_patch, claim_rules, cluster,
+    read_yaml, record, yaml_files,
+};
 
 pub mod admission_response;
 pub mod bare;
-pub mod cases;
-pub mod cluster;
-pub mod record;
-
-/// The YAML files under `dir` at any depth (`.yaml`, `.yml`, and `.json`, which YAML reads),
-/// sorted.
-pub fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(dir) {
-        let path = entry
-            .with_context(|| format!("cannot walk {}", dir.display()))?
-            .into_path();
-        if path.is_file()
-            && path
-                .extension()
-                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-        {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-/// One YAML (or JSON) document, as JSON.
-pub fn read_yaml(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_yaml::from_str(&text).with_context(|| format!("{} is not YAML or JSON", path.display()))
-}
-#[path = "../../tests/support/claim_rules.rs"]
-pub mod claim_rules;
-#[path = "../../tests/support/patch_rule.rs"]
-mod patch_rule;
 
 /// The policy module, compiled once.
 pub struct Policy {
@@ -64,27 +41,10 @@ pub struct Policy {
 /// server's does across requests.
 pub struct Instance {
     host: WapcHost,
-    /// The cluster the host calls are answered from, and the calls made.
-    state: cluster::Shared,
-}
-
-/// The policy's answer to `validate`, as the policy server reads it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Response {
-    pub accepted: bool,
-    pub message: Option<String>,
-    pub code: Option<u16>,
-    pub mutated_object: Option<Value>,
-    #[serde(default)]
-    pub audit_annotations: Option<std::collections::BTreeMap<String, String>>,
-    pub warnings: Option<Vec<String>>,
-}
-
-/// The policy's answer to `validate_settings`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SettingsResponse {
-    pub valid: bool,
-    pub message: Option<String>,
+    /// What answers the guest's host calls: the waPC callback asks it at each call.
+    answers: Arc<Mutex<HostFn>>,
+    /// The fixture cluster [`Instance::set_cluster`] installed, and the calls made to it.
+    cluster: Mutex<Arc<Recorder>>,
 }
 
 /// Where `make` puts the annotated module; `POLICY_WASM` overrides it.
@@ -134,31 +94,50 @@ impl Policy {
             .pre
             .rehydrate(None)
             .context("cannot instantiate the policy module")?;
-        let state = cluster::Shared::default();
-        let host = WapcHost::new(
-            Box::new(engine),
-            Some(Box::new(cluster::callback(state.clone()))),
-        )
-        .context("waPC initialisation failed")?;
-        Ok(Instance { host, state })
+        let cluster = Recorder::new(None);
+        let answers = Arc::new(Mutex::new(cluster.host()));
+        let callback = {
+            let answers = Arc::clone(&answers);
+            move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
+                let host = answers.lock().map_err(|_| "host state poisoned")?.clone();
+                host(binding, namespace, operation, payload)
+            }
+        };
+        let host = WapcHost::new(Box::new(engine), Some(Box::new(callback)))
+            .context("waPC initialisation failed")?;
+        Ok(Instance {
+            host,
+            answers,
+            cluster: Mutex::new(cluster),
+        })
     }
 }
 
 impl Instance {
     /// The cluster the next calls' host calls are answered from; `None`: every host call is an
     /// error, as for an `AdmissionPolicy`.
-    pub fn set_cluster(&self, cluster: Option<cluster::Cluster>) {
-        if let Ok(mut state) = self.state.lock() {
-            state.cluster = cluster;
+    pub fn set_cluster(&self, cluster: Option<fixture::Cluster>) {
+        let cluster = Recorder::new(cluster);
+        self.answer_host_calls_with(cluster.host());
+        if let Ok(mut installed) = self.cluster.lock() {
+            *installed = cluster;
         }
     }
 
-    /// The host calls made since the last time this was asked: binding, namespace, operation,
-    /// payload.
-    pub fn take_host_calls(&self) -> Vec<(String, String, String, Vec<u8>)> {
-        self.state
+    /// Answers the guest's host calls with `host` from now on; returns what answered them.
+    fn answer_host_calls_with(&self, host: HostFn) -> HostFn {
+        match self.answers.lock() {
+            Ok(mut answers) => std::mem::replace(&mut *answers, host),
+            Err(_) => host,
+        }
+    }
+
+    /// The host calls made to the cluster of [`Instance::set_cluster`] since the last time this
+    /// was asked: binding, namespace, operation, payload.
+    pub fn take_host_calls(&self) -> Vec<fixture::HostCall> {
+        self.cluster
             .lock()
-            .map(|mut state| std::mem::take(&mut state.calls))
+            .map(|cluster| cluster.take_calls())
             .unwrap_or_default()
     }
 
@@ -176,13 +155,7 @@ impl Instance {
 
     /// `validate` on a payload as it is, its answer decoded.
     pub fn validate_bytes(&self, payload: &[u8]) -> Result<Response> {
-        let answer = self.call("validate", payload)?;
-        serde_json::from_slice(&answer).with_context(|| {
-            format!(
-                "validate answered something that is not a ValidationResponse: {}",
-                String::from_utf8_lossy(&answer)
-            )
-        })
+        Response::decode(&self.call("validate", payload)?)
     }
 
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsResponse> {
@@ -191,40 +164,21 @@ impl Instance {
 
     /// `validate_settings` on a payload as it is, its answer decoded.
     pub fn validate_settings_bytes(&self, payload: &[u8]) -> Result<SettingsResponse> {
-        let answer = self.call("validate_settings", payload)?;
-        serde_json::from_slice(&answer).with_context(|| {
-            format!(
-                "validate_settings answered {}",
-                String::from_utf8_lossy(&answer)
-            )
-        })
+        SettingsResponse::decode(&self.call("validate_settings", payload)?)
     }
 }
 
-/// Checks what the policy server would do with a mutation: the JSON Patch it computes must only
-/// add, and applying it must give the mutated pod. A `replace` is allowed only where the input
-/// held `null`, or where it extends the user's string (the Multus network list) keeping all of
-/// its text, or where it is the record under its key `record`. Returns the patch. The rule is
-/// shared with the property tests of the policy crate.
-pub fn checked_patch(
-    original: &Value,
-    mutated: &Value,
-    record: Option<&str>,
-) -> Result<json_patch::Patch> {
-    patch_rule::checked_patch(original, mutated, record).map_err(anyhow::Error::msg)
-}
+/// The cases' runner calls the module through waPC, as the policy server does.
+impl Answerer for Instance {
+    /// `validate`, `host` answering the guest's host calls for this call only.
+    fn validate(&self, payload: &[u8], host: &HostFn) -> Result<Vec<u8>> {
+        let before = self.answer_host_calls_with(Arc::clone(host));
+        let answer = self.call("validate", payload);
+        self.answer_host_calls_with(before);
+        answer
+    }
 
-/// Checks that a mutation breaks none of the API server's rules for DRA claims
-/// ([`claim_rules`]) that the original kept: every case's output is held to them.
-pub fn checked_claims(original: &Value, mutated: &Value) -> Result<()> {
-    let before = claim_rules::violations(original);
-    let added: Vec<String> = claim_rules::violations(mutated)
-        .into_iter()
-        .filter(|v| !before.contains(v))
-        .collect();
-    anyhow::ensure!(
-        added.is_empty(),
-        "the mutated pod breaks the API server's claim rules: {added:#?}"
-    );
-    Ok(())
+    fn validate_settings(&self, payload: &[u8]) -> Result<Vec<u8>> {
+        self.call("validate_settings", payload)
+    }
 }

@@ -1,9 +1,9 @@
 //! Runs every case under `e2e-tests/cases` and `e2e-tests/settings-cases` through the compiled
-//! policy, and reports every failure at once; checks that every message the cases expect is one
+//! policy (the runner of `case-runner`, which `cargo test` runs against the policy's core
+//! natively), and reports every failure at once; checks that every message the cases expect is one
 //! of the templates of `e2e-tests/messages.yaml`, each template expected by some case, and that
 //! the README's examples are templates too.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use e2e_tests::cases::{self, Case, Kind, SettingsCase};
@@ -13,49 +13,19 @@ fn dir(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
 }
 
-fn report(kind: &str, total: usize, failures: Vec<String>) {
-    assert!(total > 0, "no {kind} cases found");
-    assert!(
-        failures.is_empty(),
-        "{} of {total} {kind} cases failed:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
-}
-
-fn unique_names<'c>(names: impl IntoIterator<Item = &'c str>) {
-    let mut seen = HashSet::new();
-    for name in names {
-        assert!(seen.insert(name), "case name {name} is used twice");
-    }
-}
-
+/// The runner the policy crate's tests run natively, here with the module answering.
 #[test]
 fn mutation_cases() {
-    let all = cases::load::<Case>(&dir("cases")).unwrap();
-    unique_names(all.iter().map(|(_, case)| case.name.as_str()));
     let instance = policy().instance().unwrap();
-    let mut failures = Vec::new();
-    for (file, case) in &all {
-        if let Err(e) = cases::run(&instance, case) {
-            failures.push(format!("{} ({}): {e:#}", case.name, file.display()));
-        }
-    }
-    report("mutation", all.len(), failures);
+    let total = case_runner::run_mutation_cases(&instance).assert_passed();
+    eprintln!("{total} mutation cases passed through the module");
 }
 
 #[test]
 fn settings_cases() {
-    let all = cases::load::<SettingsCase>(&dir("settings-cases")).unwrap();
-    unique_names(all.iter().map(|(_, case)| case.name.as_str()));
     let instance = policy().instance().unwrap();
-    let mut failures = Vec::new();
-    for (file, case) in &all {
-        if let Err(e) = cases::run_settings(&instance, case) {
-            failures.push(format!("{} ({}): {e:#}", case.name, file.display()));
-        }
-    }
-    report("settings", all.len(), failures);
+    let total = case_runner::run_settings_cases(&instance).assert_passed();
+    eprintln!("{total} settings cases passed through the module");
 }
 
 fn messages() -> Vec<cases::Template> {

@@ -1,8 +1,8 @@
 //! The API server's rules for a pod's DRA claims, which a mutation must keep: kubernetes
 //! `pkg/apis/core/validation/validation.go` (master, read 2026-12), `validatePodResourceClaims`,
 //! `validatePodResourceClaim`, `validatePodResourceClaimSource` and `validateResourceClaimNames`.
-//! Shared by the property tests (`tests/properties.rs`), the end-to-end host
-//! (`e2e-tests/src/lib.rs`, which holds every case's output to them) and the fuzz target
+//! Shared by the property tests (`tests/properties.rs`), the case runner
+//! (`case-runner/src/lib.rs`, which holds every case's output to them) and the fuzz target
 //! `opted_in`, through `#[path]`.
 //!
 //! - each `spec.resourceClaims[i]` has a `name`, unique in the pod, a DNS-1123 label; with a

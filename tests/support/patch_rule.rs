@@ -1,5 +1,5 @@
 //! The rule every mutation must keep, shared by the property tests (`tests/properties.rs`) and the
-//! end-to-end host (`e2e-tests/src/lib.rs`, through `#[path]`): the JSON Patch the policy server
+//! case runner (`case-runner/src/lib.rs`, through `#[path]`): the JSON Patch the policy server
 //! computes with `json_patch::diff(request.object, mutated_object)` only adds. A `replace` is
 //! allowed only where the input held `null`, or where it extends the user's string (the Multus
 //! network list) keeping all of its text, or where it is the policy's record under its key

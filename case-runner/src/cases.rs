@@ -1,6 +1,7 @@
 //! Data-driven cases: YAML files of `{settings | settings_file, operation, kind, object, expect}`
-//! (or `{payload, expect}`) run against the compiled policy. The expected pods are written by hand from
-//! `docs/behaviour.md`, never copied from output.
+//! (or `{payload, expect}`), run by [`crate::runner`] against the policy's core and the compiled
+//! module alike. The expected pods are written by hand from `docs/behaviour.md`, never copied from
+//! output.
 //!
 //! Every message a case expects (a rejection, a warning, a settings problem) is compared with the
 //! policy's answer whole and case-sensitively, and must be one of the templates of
@@ -11,11 +12,11 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
+use fixtures::{admission_request, pod_kind};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::cluster::Cluster;
-use crate::{Instance, Response, admission_request, checked_claims, checked_patch, pod_kind};
 
 /// One mutation case.
 #[derive(Debug, Clone, Deserialize)]
@@ -153,7 +154,7 @@ fn from_file(map: &mut serde_yaml::Mapping, key: &str, into: &str) -> Result<()>
         !map.contains_key(into),
         "a case has {into} or {key}, not both"
     );
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    let file = crate::repo_root().join(path);
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
     let mut value: serde_yaml::Value =
@@ -186,142 +187,6 @@ pub fn load<T: for<'de> Deserialize<'de>>(dir: &Path) -> Result<Vec<(PathBuf, T)
         }
     }
     Ok(cases)
-}
-
-/// Runs a case, and feeds any mutated pod back to check that a second pass changes nothing.
-pub fn run(instance: &Instance, case: &Case) -> Result<()> {
-    ensure!(
-        case.expect.accepted == case.expect.message.is_none(),
-        "a rejection gives expect.message and an acceptance none"
-    );
-    instance.set_cluster(case.cluster.clone());
-    instance.take_host_calls();
-    if case.payload.is_some() {
-        ensure!(
-            case.object.is_null() && case.settings.is_null() && case.expect.pod.is_none(),
-            "a case with payload has no object, no settings and expects no mutated pod"
-        );
-        return check(&case.expect, &instance.validate_bytes(&case.payload())?);
-    }
-    ensure!(
-        !case.settings.is_null(),
-        "a case has settings (or settings_file, or payload)"
-    );
-    let request = admission_request(&case.operation, &case.kind, &case.object);
-    let response = instance.validate(&request, &case.settings)?;
-    let calls = instance.take_host_calls();
-    if let Some(expected) = case.expect.host_calls {
-        ensure!(
-            calls.len() == expected,
-            "expected {expected} host calls, the policy made {}: {:#?}",
-            calls.len(),
-            calls
-                .iter()
-                .map(|(_, _, op, payload)| format!("{op} {}", String::from_utf8_lossy(payload)))
-                .collect::<Vec<_>>()
-        );
-    }
-    check(&case.expect, &response)?;
-    if let (Some(expected), Some(mutated)) = (&case.expect.pod, &response.mutated_object) {
-        let expected = &crate::record::expected_pod(&case.settings, expected, &response)?;
-        checked_patch(
-            &case.object,
-            mutated,
-            crate::record::key(&case.settings).as_deref(),
-        )?;
-        checked_claims(&case.object, mutated)?;
-        if mutated != expected {
-            bail!(
-                "mutated pod differs from the expected one:\n{}",
-                difference(expected, mutated)
-            );
-        }
-        let again = instance.validate(
-            &admission_request(&case.operation, &case.kind, mutated),
-            &case.settings,
-        )?;
-        ensure!(
-            again.accepted,
-            "second pass rejected the mutated pod: {:?}",
-            again.message
-        );
-        if let Some(changed) = again.mutated_object {
-            bail!(
-                "second pass changed the pod again:\n{}",
-                difference(mutated, &changed)
-            );
-        }
-    }
-    Ok(())
-}
-
-fn check(expect: &Expect, response: &Response) -> Result<()> {
-    ensure!(
-        response.accepted == expect.accepted,
-        "accepted = {}, expected {} (message: {:?})",
-        response.accepted,
-        expect.accepted,
-        response.message
-    );
-    match (&expect.pod, &response.mutated_object) {
-        (Some(_), None) => bail!("expected a mutation, the policy returned none"),
-        (None, Some(pod)) => bail!(
-            "expected no mutation, the policy returned {}",
-            serde_json::to_string_pretty(pod)?
-        ),
-        _ => {}
-    }
-    ensure!(
-        response.mutated_object.is_some() || response.audit_annotations.is_none(),
-        "audit annotations {:?} without a mutation",
-        response.audit_annotations
-    );
-    let warnings = response.warnings.clone().unwrap_or_default();
-    ensure!(
-        warnings == expect.warnings,
-        "expected the warnings {:#?}\ngot {:#?}",
-        expect.warnings,
-        warnings
-    );
-    ensure!(
-        response.message == expect.message,
-        "expected the message {:?}\ngot {:?}",
-        expect.message,
-        response.message
-    );
-    Ok(())
-}
-
-/// The JSON Patch from `want` to `got`: the shortest readable account of a difference.
-pub fn difference(want: &Value, got: &Value) -> String {
-    serde_json::to_string_pretty(&json_patch::diff(want, got)).unwrap_or_default()
-}
-
-/// Runs a settings case.
-pub fn run_settings(instance: &Instance, case: &SettingsCase) -> Result<()> {
-    ensure!(
-        case.valid == case.message.is_empty(),
-        "invalid settings give their message and valid ones none"
-    );
-    ensure!(
-        case.settings_text.is_none() || case.settings.is_null(),
-        "a case has settings or settings_text, not both"
-    );
-    let response = instance.validate_settings_bytes(&case.payload())?;
-    ensure!(
-        response.valid == case.valid,
-        "valid = {}, expected {} (message: {:?})",
-        response.valid,
-        case.valid,
-        response.message
-    );
-    let expected = (!case.valid).then(|| case.message.join("; "));
-    ensure!(
-        response.message == expected,
-        "expected the message {expected:?}\ngot {:?}",
-        response.message
-    );
-    Ok(())
 }
 
 /// What a message is: a `validate` rejection, a `validate` warning, or a `validate_settings`

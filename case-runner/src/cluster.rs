@@ -44,37 +44,70 @@ struct ListRequest {
     field_selector: Option<String>,
 }
 
-/// What the host keeps between calls: the cluster of the case, and every call the guest made.
+/// The error a host answers a call with.
+pub type HostError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A host call as the policy makes it: binding, namespace, operation, payload.
+pub type HostCall = (String, String, String, Vec<u8>);
+
+/// What answers the policy's host calls: binding, namespace, operation and payload in, the
+/// answer or the host's error out. Shared and `'static`, as a waPC host's callback must be.
+pub type HostFn =
+    Arc<dyn Fn(&str, &str, &str, &[u8]) -> Result<Vec<u8>, HostError> + Send + Sync + 'static>;
+
+/// The fixture cluster as a host: answers every call with [`answer`], and keeps each call made.
 #[derive(Debug, Default)]
-pub struct HostState {
-    pub cluster: Option<Cluster>,
-    /// `(binding, namespace, operation, payload)` of each host call, in order.
-    pub calls: Vec<(String, String, String, Vec<u8>)>,
+pub struct Recorder {
+    cluster: Option<Cluster>,
+    calls: Mutex<Vec<HostCall>>,
 }
 
-pub type Shared = Arc<Mutex<HostState>>;
+impl Recorder {
+    /// A host over `cluster`; `None`: every host call is an error, as for an `AdmissionPolicy`.
+    pub fn new(cluster: Option<Cluster>) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            cluster,
+            calls: Mutex::default(),
+        })
+    }
 
-type HostError = Box<dyn std::error::Error + Send + Sync>;
+    /// The host function that answers from this cluster and records the calls here.
+    pub fn host(self: &Arc<Self>) -> HostFn {
+        let recorder = Arc::clone(self);
+        Arc::new(move |binding, namespace, operation, payload| {
+            recorder.call(binding, namespace, operation, payload)
+        })
+    }
 
-/// The waPC host callback over `state`.
-pub fn callback(
-    state: Shared,
-) -> impl Fn(u64, &str, &str, &str, &[u8]) -> Result<Vec<u8>, HostError> + Send + Sync + 'static {
-    move |_id, binding, namespace, operation, payload| {
-        let mut state = state.lock().map_err(|_| "host state poisoned")?;
-        state.calls.push((
+    /// One host call, recorded and answered.
+    pub fn call(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, HostError> {
+        self.calls.lock().map_err(|_| "host state poisoned")?.push((
             binding.to_string(),
             namespace.to_string(),
             operation.to_string(),
             payload.to_vec(),
         ));
         answer(
-            state.cluster.as_ref(),
+            self.cluster.as_ref(),
             binding,
             namespace,
             operation,
             payload,
         )
+    }
+
+    /// The calls made since the last time this was asked, in order.
+    pub fn take_calls(&self) -> Vec<HostCall> {
+        self.calls
+            .lock()
+            .map(|mut calls| std::mem::take(&mut *calls))
+            .unwrap_or_default()
     }
 }
 
