@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::clouds::{ACCELERATOR_LABEL, Fabric};
+use crate::clouds::{ACCELERATOR_LABEL, Cloud, Fabric};
 use crate::error::Error;
 use crate::json::object::Object;
 use crate::layers::Overlay;
@@ -39,92 +39,25 @@ pub struct NodeFacts<'a> {
 /// Reads the machine of the pod whose spec is `spec`. An error is a settings problem in a row of
 /// the instance table the pod names.
 pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFacts<'a>, Error> {
-    let cloud = settings.cloud;
-    let (types, mut source) = labelled(spec, &INSTANCE_TYPE_LABELS);
-    let mut names: Vec<Cow<'a, str>> = types
-        .into_iter()
-        .map(|name| Cow::Owned(name.into_owned()))
-        .collect();
-    // Where no instance type is named, the GPU model may name the machine, or only its fabric.
-    let mut fabric_only: Vec<Option<&'static Fabric>> = Vec::new();
-    if names.is_empty() && !cloud.accelerators.is_empty() {
-        let (models, from) = labelled(spec, &[ACCELERATOR_LABEL]);
-        source = from;
-        for label in models {
-            match cloud.accelerators.iter().find(|a| a.label == label) {
-                Some(accelerator) => match accelerator.machine {
-                    Some(machine) => names.push(Cow::Borrowed(machine.name)),
-                    None => fabric_only.push(Some(accelerator.fabric)),
-                },
-                // A GPU model the policy does not know: the pod may land where nothing is known.
-                None => fabric_only.push(None),
-            }
-        }
-    }
-    let mut rows = Vec::with_capacity(names.len());
-    for name in names {
+    let named = candidates(settings.cloud, spec);
+    let mut rows = Vec::with_capacity(named.types.len());
+    for name in named.types {
         let row = settings.row(&name)?;
         rows.push((name, row));
     }
-
     let known: Vec<&Row<'a>> = rows.iter().filter_map(|(_, row)| row.as_ref()).collect();
-    let every_one_known = known.len() == rows.len() && fabric_only.iter().all(Option::is_some);
-    let overlays: Vec<&Overlay<'a>> = known.iter().map(|row| &row.overlay).collect();
+    let every_one_known =
+        known.len() == rows.len() && named.fabric_only.iter().all(Option::is_some);
     let overlay = if every_one_known {
+        let overlays: Vec<&Overlay<'a>> = known.iter().map(|row| &row.overlay).collect();
         Overlay::agreed(&overlays)
     } else {
         Overlay::default()
     };
     let mut warnings = Vec::new();
-
-    // Each candidate's fabric: its row's, else the one its GPU model implies, else the settings'.
-    let unsettled = settings.fabric(&Overlay::default());
-    let settled = |fabric: Option<&'static Fabric>| fabric.unwrap_or(unsettled);
-    let mut fabrics: Vec<&'static Fabric> = Vec::new();
-    for (_, row) in &rows {
-        let fabric = settled(row.as_ref().and_then(|row| row.overlay.fabric));
-        if !fabrics.contains(&fabric) {
-            fabrics.push(fabric);
-        }
-    }
-    for fabric in &fabric_only {
-        let fabric = settled(*fabric);
-        if !fabrics.contains(&fabric) {
-            fabrics.push(fabric);
-        }
-    }
-    let fabric = match fabrics.as_slice() {
-        [] => Some(unsettled),
-        [one] => Some(*one),
-        several => {
-            let names: Vec<&str> = several.iter().map(|f| f.name).collect();
-            warnings.push(format!(
-                "multi-node networking not injected: the pod may run on machines of different fabrics ({}); name one machine type or GPU model per pod",
-                names.join(", ")
-            ));
-            None
-        }
-    };
-    // A machine wired only through DRA: nothing the policy adds would work, unless the settings
-    // give the fabric a claim (behaviour.md §3.8).
-    let dra_only = known
-        .iter()
-        .find_map(|row| row.machine.filter(|m| m.dra_only.is_some()));
-    let claimed =
-        |fabric: &'static Fabric| settings.overlay.claims(fabric) || overlay.claims(fabric);
-    let mut dra_without: &'static [&'static str] = &[];
-    let fabric = match (dra_only, fabric) {
-        (Some(machine), Some(fabric)) if claimed(fabric) => {
-            dra_without = machine.dra_without;
-            Some(fabric)
-        }
-        (Some(machine), _) => {
-            let why = machine.dra_only.unwrap_or_default();
-            warnings.push(format!("multi-node networking not injected: {why}"));
-            None
-        }
-        (None, fabric) => fabric,
-    };
+    let fabric = one_fabric(settings, &rows, &named.fabric_only, &mut warnings);
+    let (fabric, dra_without) =
+        wired_through_dra(settings, &overlay, &known, fabric, &mut warnings);
 
     let fewest = |of: &dyn Fn(&Row<'a>) -> Option<u64>| -> Option<u64> {
         let counts: Option<Vec<u64>> = known.iter().map(|row| of(row)).collect();
@@ -136,7 +69,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFac
     let nvlink_domain = known
         .iter()
         .any(|row| row.machine.is_some_and(|m| m.nvlink_domain));
-    let named = match (rows.as_slice(), fabric_only.is_empty(), source) {
+    let named = match (rows.as_slice(), named.fabric_only.is_empty(), named.source) {
         ([(name, Some(_))], true, Some(source)) => Some((name.clone(), source)),
         _ => None,
     };
@@ -151,6 +84,102 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFac
         named,
         warnings,
     })
+}
+
+/// The machines a pod's spec names: instance types, or GPU models that name a machine or only
+/// its fabric (`None`: a model the policy does not know).
+struct Candidates<'a> {
+    types: Vec<Cow<'a, str>>,
+    fabric_only: Vec<Option<&'static Fabric>>,
+    source: Option<LabelSource>,
+}
+
+fn candidates<'a>(cloud: &Cloud, spec: &Object<'_>) -> Candidates<'a> {
+    let (types, mut source) = labelled(spec, &INSTANCE_TYPE_LABELS);
+    let mut types: Vec<Cow<'a, str>> = types
+        .into_iter()
+        .map(|name| Cow::Owned(name.into_owned()))
+        .collect();
+    // Where no instance type is named, the GPU model may name the machine, or only its fabric.
+    let mut fabric_only = Vec::new();
+    if types.is_empty() && !cloud.accelerators.is_empty() {
+        let (models, from) = labelled(spec, &[ACCELERATOR_LABEL]);
+        source = from;
+        for label in models {
+            match cloud.accelerators.iter().find(|a| a.label == label) {
+                Some(accelerator) => match accelerator.machine {
+                    Some(machine) => types.push(Cow::Borrowed(machine.name)),
+                    None => fabric_only.push(Some(accelerator.fabric)),
+                },
+                // A GPU model the policy does not know: the pod may land where nothing is known.
+                None => fabric_only.push(None),
+            }
+        }
+    }
+    Candidates {
+        types,
+        fabric_only,
+        source,
+    }
+}
+
+/// The one fabric of every candidate: its row's, else the one its GPU model implies, else the
+/// settings'. Candidates of different fabrics get none, and a warning.
+fn one_fabric(
+    settings: &CloudSettings<'_>,
+    rows: &[(Cow<'_, str>, Option<Row<'_>>)],
+    fabric_only: &[Option<&'static Fabric>],
+    warnings: &mut Vec<String>,
+) -> Option<&'static Fabric> {
+    let unsettled = settings.fabric(&Overlay::default());
+    let rows = rows
+        .iter()
+        .map(|(_, row)| row.as_ref().and_then(|row| row.overlay.fabric));
+    let mut fabrics: Vec<&'static Fabric> = Vec::new();
+    for fabric in rows.chain(fabric_only.iter().copied()) {
+        let fabric = fabric.unwrap_or(unsettled);
+        if !fabrics.contains(&fabric) {
+            fabrics.push(fabric);
+        }
+    }
+    match fabrics.as_slice() {
+        [] => Some(unsettled),
+        [one] => Some(*one),
+        several => {
+            let names: Vec<&str> = several.iter().map(|f| f.name).collect();
+            warnings.push(format!(
+                "multi-node networking not injected: the pod may run on machines of different fabrics ({}); name one machine type or GPU model per pod",
+                names.join(", ")
+            ));
+            None
+        }
+    }
+}
+
+/// A machine wired only through DRA: nothing the policy adds would work, unless the settings
+/// give the fabric a claim (behaviour.md §3.8); then the pod does without the volumes the claim
+/// replaces.
+fn wired_through_dra(
+    settings: &CloudSettings<'_>,
+    overlay: &Overlay<'_>,
+    known: &[&Row<'_>],
+    fabric: Option<&'static Fabric>,
+    warnings: &mut Vec<String>,
+) -> (Option<&'static Fabric>, &'static [&'static str]) {
+    let dra_only = known
+        .iter()
+        .find_map(|row| row.machine.filter(|m| m.dra_only.is_some()));
+    let claimed =
+        |fabric: &'static Fabric| settings.overlay.claims(fabric) || overlay.claims(fabric);
+    match (dra_only, fabric) {
+        (Some(machine), Some(fabric)) if claimed(fabric) => (Some(fabric), machine.dra_without),
+        (Some(machine), _) => {
+            let why = machine.dra_only.unwrap_or_default();
+            warnings.push(format!("multi-node networking not injected: {why}"));
+            (None, &[])
+        }
+        (None, fabric) => (fabric, &[]),
+    }
 }
 
 /// Whether the pod carries any `spec.resourceClaims`.

@@ -1,0 +1,504 @@
+//! The settings' reader, held to behaviour.md §1: defaults, every key's checks and messages, rows
+//! over the built-in ones.
+
+use super::*;
+use crate::profile::DeviceCount;
+use crate::ratio::Ratio;
+use serde_json::{Value, json};
+
+fn errors(settings: Value) -> String {
+    check(&settings.to_string())
+        .expect_err("settings should be invalid")
+        .to_string()
+}
+
+/// The enabled cloud's profile, described for comparison.
+fn with(settings: Value, check: impl FnOnce(&Config<'_>)) {
+    let text = settings.to_string();
+    let config = Config::read(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    check(&config);
+}
+
+fn count(config: &Config<'_>) -> DeviceCount {
+    config
+        .cloud
+        .default_profile()
+        .device
+        .expect("a device")
+        .count
+}
+
+#[test]
+fn the_lazy_paths_are_the_instance_tables() {
+    assert_eq!(LAZY_SETTINGS, ["*", INSTANCE_TYPES]);
+}
+
+#[test]
+fn one_cloud_with_defaults() {
+    with(json!({"oci": {"enabled": true}}), |config| {
+        assert_eq!(config.cloud.cloud.name, "oci");
+        assert_eq!(count(config), DeviceCount::PerGpu(Ratio::whole(8)));
+        assert_eq!(config.common.triggers, DEFAULT_TRIGGERS);
+        assert_eq!(config.common.opt_outs, DEFAULT_OPT_OUTS);
+        assert_eq!(config.common.owner_kinds, DEFAULT_OWNER_KINDS);
+        assert_eq!(config.common.owner_groups, DEFAULT_OWNER_GROUPS);
+    });
+    with(json!({"azure": {"enabled": true}}), |config| {
+        let device = config.cloud.default_profile().device.unwrap();
+        assert_eq!(device.resource, "rdma/hca_shared_devices_a");
+        assert_eq!(device.count, DeviceCount::PerGpu(Ratio::whole(1)));
+    });
+}
+
+#[test]
+fn the_charts_values_block_pastes_as_is() {
+    let values = json!({
+        "aws": {"enabled": true, "efaDevicesPerGPU": 4},
+        "azure": {"enabled": false, "rdmaDevicesPerGPU": 1, "rdmaDeviceName": "hca_shared_devices_a"},
+        "gcp": {"enabled": false},
+        "oci": {"enabled": false, "rdmaDevicesPerGPU": 8}
+    });
+    with(values, |config| {
+        assert_eq!(config.cloud.cloud.name, "aws");
+        assert_eq!(count(config), DeviceCount::PerGpu(Ratio::whole(4)));
+    });
+}
+
+#[test]
+fn exactly_one_cloud() {
+    assert!(errors(json!({})).contains("no cloud is enabled"));
+    assert!(errors(json!(null)).contains("no cloud is enabled"));
+    let several = errors(
+        json!({"aws": {"enabled": true}, "gcp": {"enabled": true}, "oci": {"enabled": true}}),
+    );
+    assert!(
+        several.contains("aws, gcp, oci are all enabled"),
+        "{several}"
+    );
+    assert_eq!(
+        errors(json!("aws")),
+        "settings must be an object with one of aws, azure, gcp, oci, got a string"
+    );
+    assert!(
+        check("{")
+            .unwrap_err()
+            .to_string()
+            .starts_with("settings are not valid JSON")
+    );
+}
+
+#[test]
+fn a_misspelt_key_is_named_with_the_right_spelling() {
+    assert_eq!(
+        errors(json!({"aws": {"enabled": true, "efaDevicesPerGpu": 4}})),
+        "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport, instanceTypes"
+    );
+    assert!(
+        errors(json!({"gcp": {"enabled": true}, "tigger": "x"}))
+            .contains("tigger: unknown key; the keys allowed at the top level are aws, azure, gcp, oci, triggerAnnotation")
+    );
+    // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
+    assert_eq!(
+        errors(json!({"gcp": {"enabled": true, "network": []}})),
+        "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, daemonStartupProbe, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
+    );
+}
+
+#[test]
+fn per_gpu_counts_are_numbers_above_0_up_to_64() {
+    for bad in [
+        json!(0),
+        json!(65),
+        json!(-1),
+        json!(64.5),
+        json!(0.0000001),
+        json!("4"),
+        json!(true),
+    ] {
+        let message = errors(json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": bad}}));
+        assert!(
+            message.starts_with(
+                "oci.rdmaDevicesPerGPU: must be a number greater than 0 and at most 64"
+            ),
+            "{message}"
+        );
+    }
+    for (good, expected) in [
+        (json!(1), Ratio::whole(1)),
+        (json!(64), Ratio::whole(64)),
+        (json!(0.5), Ratio::new(1, 2).unwrap()),
+        (json!(1.5), Ratio::new(3, 2).unwrap()),
+    ] {
+        with(
+            json!({"oci": {"enabled": true, "rdmaDevicesPerGPU": good}}),
+            |config| {
+                assert_eq!(count(config), DeviceCount::PerGpu(expected));
+            },
+        );
+    }
+    // A disabled block is still read.
+    assert!(
+        errors(json!({"gcp": {"enabled": true}, "aws": {"efaDevicesPerGPU": 0}}))
+            .contains("aws.efaDevicesPerGPU")
+    );
+}
+
+#[test]
+fn names_are_kubernetes_names() {
+    assert!(
+        errors(json!({"azure": {"enabled": true, "rdmaDeviceName": "bad name!"}}))
+            .contains("azure.rdmaDeviceName")
+    );
+    assert!(
+        errors(json!({"azure": {"enabled": true, "ncclTopologyConfigMap": "Bad_Name"}}))
+            .contains("azure.ncclTopologyConfigMap")
+    );
+    assert!(
+        errors(json!({"gcp": {"enabled": true}, "triggerAnnotation": "a/b/c"}))
+            .contains("triggerAnnotation")
+    );
+    with(
+        json!({"gcp": {"enabled": true}, "triggerAnnotation": "example.com/multi-node"}),
+        |config| assert_eq!(config.common.triggers, ["example.com/multi-node"]),
+    );
+}
+
+#[test]
+fn annotation_keys_are_one_key_or_a_list() {
+    with(
+        json!({"gcp": {"enabled": true}, "triggerAnnotation": ["a.io/x", "b.io/y", "a.io/x"], "optOutAnnotation": "a.io/no"}),
+        |config| {
+            assert_eq!(config.common.triggers, ["a.io/x", "b.io/y"]);
+            assert_eq!(config.common.opt_outs, ["a.io/no"]);
+        },
+    );
+    with(
+        json!({"gcp": {"enabled": true}, "triggerAnnotation": null, "optOutAnnotation": null}),
+        |config| {
+            assert_eq!(config.common.triggers, DEFAULT_TRIGGERS);
+            assert_eq!(config.common.opt_outs, DEFAULT_OPT_OUTS);
+        },
+    );
+    assert_eq!(
+        errors(json!({"gcp": {"enabled": true}, "triggerAnnotation": []})),
+        "triggerAnnotation: must have from 1 to 16 items, got 0"
+    );
+    assert_eq!(
+        errors(json!({"gcp": {"enabled": true}, "optOutAnnotation": ["a.io/no", 3]})),
+        "optOutAnnotation[1]: must be a valid annotation key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters), got 3"
+    );
+    assert_eq!(
+        errors(json!({"gcp": {"enabled": true}, "triggerAnnotation": {"a.io/x": true}})),
+        "triggerAnnotation: must be an annotation key or a list of 1 to 16 annotation keys, got an object"
+    );
+    // The record must differ from every key of both lists.
+    assert!(
+        errors(json!({"gcp": {"enabled": true}, "recordAnnotation": "nhx.nvidia.com/disable-multi-node-networking"}))
+            .starts_with("recordAnnotation: must differ")
+    );
+}
+
+#[test]
+fn owner_lists() {
+    with(
+        json!({"gcp": {"enabled": true}, "ownerKinds": [], "ownerApiGroups": []}),
+        |config| {
+            assert!(config.common.owner_kinds.is_empty() && config.common.owner_groups.is_empty())
+        },
+    );
+    assert!(
+        errors(json!({"gcp": {"enabled": true}, "ownerKinds": "Job"}))
+            .contains("ownerKinds: must be a list")
+    );
+    assert!(
+        errors(json!({"gcp": {"enabled": true}, "ownerApiGroups": [3]}))
+            .contains("ownerApiGroups[0]")
+    );
+}
+
+#[test]
+fn env_maps_are_sorted_and_values_must_be_strings() {
+    with(
+        json!({"aws": {"enabled": true, "env": {"Z": "1", "A": null, "M": "x", "Z2": "2"}}}),
+        |config| {
+            let env = &config.cloud.overlay.env;
+            let names: Vec<_> = env.iter().map(|c| c.name.as_ref()).collect();
+            assert_eq!(names, ["A", "M", "Z", "Z2"]);
+            assert_eq!(env[0].value, None);
+        },
+    );
+    assert_eq!(
+        errors(json!({"oci": {"enabled": true, "env": {"NCCL_IB_TC": 41}}})),
+        "oci.env[NCCL_IB_TC]: must be a string or null, got 41; quote it: \"41\""
+    );
+    assert!(
+        errors(json!({"oci": {"enabled": true, "env": {"A=B": "1"}}}))
+            .starts_with("oci.env[A=B]: not a variable name")
+    );
+    assert!(
+        errors(json!({"oci": {"enabled": true, "env": ["A"]}}))
+            .starts_with("oci.env: must be an object")
+    );
+}
+
+#[test]
+fn instance_rows_merge_over_the_built_in_ones() {
+    with(
+        json!({"aws": {"enabled": true, "instanceTypes": {
+            "p4d.24xlarge": {"devicesPerNode": 2, "env": {"X": "1"}},
+            "g6.48xlarge": {"devicesPerNode": 1, "gpusPerNode": 8}
+        }}}),
+        |config| {
+            let settings = &config.cloud;
+            // The user's count over the built-in row: its GPUs stay the machine's.
+            let t = settings.row("p4d.24xlarge").unwrap().unwrap();
+            assert_eq!(
+                (t.name.as_ref(), t.devices, t.gpus),
+                ("p4d.24xlarge", Some(2), Some(8))
+            );
+            assert_eq!(t.overlay.env.len(), 1);
+            // p5 is a built-in row, counting the EFA plugin's resource only.
+            let p5 = settings.row("p5.48xlarge").unwrap().unwrap();
+            let efa = Some("vpc.amazonaws.com/efa");
+            assert_eq!(p5.devices(efa, settings.cloud.plugin), Some(32));
+            assert_eq!(
+                p5.devices(Some("example.com/nic"), settings.cloud.plugin),
+                None
+            );
+            assert_eq!(settings.row("g5.48xlarge").unwrap(), None);
+            assert_eq!(settings.row("g6.48xlarge").unwrap().unwrap().gpus, Some(8));
+        },
+    );
+    // At request time a row is read when a pod names it, and a wrong one is an error then.
+    let text = json!({"aws": {"enabled": true, "instanceTypes": {"x": {"devicesPerNode": "4", "gpusPerNode": 8}, "y": {"devicesPerNode": 4, "gpusPerNode": 8}}}}).to_string();
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let tape = Tape::read_lazy(&mut de, LAZY_SETTINGS).unwrap();
+    let common = Common::from_tape(&tape).unwrap();
+    let config =
+        Config::from_tape(&tape, common).expect("rows are not read before a pod names them");
+    assert_eq!(config.cloud.row("y").unwrap().unwrap().devices, Some(4));
+    assert_eq!(
+        config.cloud.row("x").unwrap_err().to_string(),
+        "aws.instanceTypes[x].devicesPerNode: must be a whole number from 0 to 1024, got \"4\""
+    );
+    let message = errors(json!({"aws": {"enabled": true, "instanceTypes": {
+        "p5.48xlarge": {"devicesPerNode": 1025, "gpusPerNode": 0, "bogus": 1},
+        "g6.48xlarge": {"devicesPerNode": 8},
+        "bad type!": {"devicesPerNode": 1, "gpusPerNode": 1}
+    }}}));
+    for part in [
+        "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport",
+        "aws.instanceTypes[p5.48xlarge].devicesPerNode: must be a whole number from 0 to 1024, got 1025",
+        "aws.instanceTypes[p5.48xlarge].gpusPerNode: must be a whole number from 1 to 64, got 0",
+        "aws.instanceTypes[g6.48xlarge].gpusPerNode: missing; set the node's GPUs beside devicesPerNode",
+        "aws.instanceTypes[bad type!]: not an instance type",
+    ] {
+        assert!(message.contains(part), "{part}\n{message}");
+    }
+}
+
+#[test]
+fn a_row_may_set_the_clouds_keys_and_a_gcp_fabric() {
+    with(
+        json!({"gcp": {"enabled": true, "fabric": "rdma", "instanceTypes": {
+            "a3-ultragpu-8g": {"rdma": {"networks": ["a", "b"], "env": {"NCCL_IB_TC": "53"}}},
+            "a3-megagpu-8g": {"fabric": "tcpx"}
+        }}}),
+        |config| {
+            let settings = &config.cloud;
+            assert_eq!(settings.overlay.fabric.map(|f| f.name), Some("rdma"));
+            let ultra = settings.row("a3-ultragpu-8g").unwrap().unwrap();
+            // The user's keys over the built-in facts: the fabric stays, the env merges.
+            assert_eq!(ultra.overlay.fabric.map(|f| f.name), Some("rdma"));
+            let env: Vec<_> = ultra.overlay.fabric_env[0]
+                .1
+                .iter()
+                .map(|e| e.name.as_ref())
+                .collect();
+            assert_eq!(env, ["NCCL_IB_TC", "NCCL_TUNER_CONFIG_PATH"]);
+            let profile = settings.profile(settings.fabric(&ultra.overlay), &ultra.overlay);
+            assert_eq!(profile.interfaces.unwrap().networks, ["a", "b"]);
+            // Only a row the user writes changes a machine's fabric.
+            let mega = settings.row("a3-megagpu-8g").unwrap().unwrap();
+            assert_eq!(settings.fabric(&mega.overlay).name, "tcpx");
+        },
+    );
+    assert_eq!(
+        errors(json!({"gcp": {"enabled": true, "fabric": "tcpxx"}})),
+        "gcp.fabric: must be one of tcpxo, tcpx, rdma, got \"tcpxx\""
+    );
+    assert!(
+        errors(json!({"gcp": {"enabled": true, "tcpx": {"networks": ["a"], "daemonFlags": ["a\nb"], "x": 1}}}))
+            .contains("gcp.tcpx.x: unknown key; the keys allowed under gcp.tcpx are networks, daemonImage, daemonFlags, env")
+    );
+    assert!(
+        errors(json!({"gcp": {"enabled": true, "rdma": {"networks": []}}}))
+            .contains("gcp.rdma.networks: must have from 1 to 16 items, got 0")
+    );
+}
+
+#[test]
+fn pin_transport_names_each_fabrics_plugin() {
+    let nccl_net = |settings: Value| {
+        let profile = profile_of(settings);
+        let net: Vec<_> = profile
+            .env
+            .iter()
+            .filter(|e| e.name == "NCCL_NET")
+            .collect();
+        assert!(net.len() <= 1);
+        net.first().map(|e| e.value.to_string())
+    };
+    for (settings, expected) in [
+        (
+            json!({"aws": {"enabled": true, "pinTransport": true}}),
+            Some("AWS Libfabric"),
+        ),
+        (
+            json!({"azure": {"enabled": true, "pinTransport": true}}),
+            Some("IB"),
+        ),
+        (
+            json!({"oci": {"enabled": true, "pinTransport": true}}),
+            Some("IB"),
+        ),
+        (
+            json!({"gcp": {"enabled": true, "pinTransport": true}}),
+            Some("FasTrak"),
+        ),
+        (
+            json!({"gcp": {"enabled": true, "fabric": "tcpx", "pinTransport": true}}),
+            Some("GPUDirectTCPX_v7"),
+        ),
+        // gIB's values set it anyway.
+        (
+            json!({"gcp": {"enabled": true, "fabric": "rdma"}}),
+            Some("gIB"),
+        ),
+        (json!({"aws": {"enabled": true}}), None),
+        (
+            json!({"aws": {"enabled": true, "pinTransport": false}}),
+            None,
+        ),
+        // The settings' env wins: a value, or null for none.
+        (
+            json!({"aws": {"enabled": true, "pinTransport": true, "env": {"NCCL_NET": "OFI"}}}),
+            Some("OFI"),
+        ),
+        (
+            json!({"oci": {"enabled": true, "pinTransport": true, "env": {"NCCL_NET": null}}}),
+            None,
+        ),
+    ] {
+        assert_eq!(
+            nccl_net(settings.clone()).as_deref(),
+            expected,
+            "{settings}"
+        );
+    }
+    assert_eq!(
+        errors(json!({"aws": {"enabled": true, "pinTransport": "yes"}})),
+        "aws.pinTransport: must be true or false, got \"yes\""
+    );
+}
+
+#[test]
+fn gpu_resources_are_extended_resource_names() {
+    with(json!({"oci": {"enabled": true}}), |config| {
+        assert_eq!(config.gpu_resources, DEFAULT_GPU_RESOURCES);
+    });
+    with(
+        json!({"oci": {"enabled": true}, "gpuResources": ["amd.com/gpu"]}),
+        |config| assert_eq!(config.gpu_resources, ["amd.com/gpu"]),
+    );
+    with(
+        json!({"oci": {"enabled": true}, "gpuResources": ["amd.com/gpu", "x.io/gpu", "amd.com/gpu"]}),
+        |config| assert_eq!(config.gpu_resources, ["amd.com/gpu", "x.io/gpu"]),
+    );
+    assert!(
+        errors(json!({"oci": {"enabled": true}, "gpuResources": ["gpu"]}))
+            .starts_with("gpuResources[0]: must be an extended resource name")
+    );
+    assert!(
+        errors(json!({"oci": {"enabled": true}, "gpuResources": []}))
+            .starts_with("gpuResources: must have from 1 to 16 items, got 0")
+    );
+}
+
+#[test]
+fn per_gpu_and_per_container_exclude_each_other() {
+    assert_eq!(
+        errors(
+            json!({"azure": {"enabled": true, "rdmaDevicesPerGPU": 1, "rdmaDevicesPerContainer": 1}})
+        ),
+        "azure.rdmaDevicesPerGPU and azure.rdmaDevicesPerContainer cannot both be set; keep the one that matches the cluster's device plugin"
+    );
+    with(
+        json!({"azure": {"enabled": true, "rdmaDevicesPerContainer": 1, "rdmaDeviceName": "shared_ib"}}),
+        |config| assert_eq!(count(config), DeviceCount::PerContainer(1)),
+    );
+}
+
+#[test]
+fn lists_of_names_are_checked_item_by_item() {
+    let seven: Vec<String> = (1..8).map(|i| format!("vpc{i}")).collect();
+    assert_eq!(
+        errors(json!({"gcp": {"enabled": true, "networks": seven}})),
+        "gcp.networks: must have exactly 8 items, got 7"
+    );
+    let message = errors(
+        json!({"gcp": {"enabled": true, "networks": ["vpc1", "vpc2", "vpc3", "VPC_4", "vpc5", "vpc6", "vpc7", "vpc8"], "daemonFlags": ["--a;b"]}}),
+    );
+    assert!(
+        message.contains("gcp.networks[3]: must be a GKE network name"),
+        "{message}"
+    );
+    assert!(
+        message.contains("gcp.daemonFlags[0]: must be a flag"),
+        "{message}"
+    );
+    assert!(
+        errors(json!({"aws": {"enabled": true, "capabilities": ["IPC LOCK"]}}))
+            .starts_with("aws.capabilities[0]: must be a capability name")
+    );
+    // Added to a container that sets allowPrivilegeEscalation: false, CAP_SYS_ADMIN would make
+    // the pod one the API server refuses; every spelling is refused alike.
+    assert!(
+        errors(json!({"azure": {"enabled": true, "capabilities": ["IPC_LOCK", "cap_sys_admin"]}}))
+            .starts_with("azure.capabilities[1]: must be a capability name")
+    );
+}
+
+#[test]
+fn optional_values_turn_off_with_null_or_empty() {
+    for off in [json!(null), json!("")] {
+        with(
+            json!({"aws": {"enabled": true, "efaLibraryPath": off, "cpuRequest": off}}),
+            |config| {
+                let profile = config.cloud.default_profile();
+                assert!(profile.mounts.iter().all(|m| m.volume != "amazon-efa"));
+                assert!(profile.volumes.iter().all(|v| v.name != "amazon-efa"));
+                assert_eq!(profile.default_cpu_request, None);
+            },
+        );
+    }
+    assert!(
+        errors(json!({"aws": {"enabled": true, "efaLibraryPath": "opt/efa"}}))
+            .starts_with("aws.efaLibraryPath: must be an absolute path")
+    );
+    assert!(
+        errors(json!({"aws": {"enabled": true, "cpuRequest": "lots"}}))
+            .starts_with("aws.cpuRequest: must be a Kubernetes quantity")
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let message = errors(json!({"aws": {"enabled": "yes", "efaDevicesPerGPU": 0}, "bogus": 1}));
+    assert!(
+        message.contains("bogus")
+            && message.contains("aws.enabled")
+            && message.contains("aws.efaDevicesPerGPU"),
+        "{message}"
+    );
+}
