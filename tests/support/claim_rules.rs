@@ -1,7 +1,7 @@
 //! The API server's rules for a pod's DRA claims, which a mutation must keep: kubernetes
 //! `pkg/apis/core/validation/validation.go` (master, read 2026-12), `validatePodResourceClaims`,
 //! `validatePodResourceClaim`, `validatePodResourceClaimSource` and `validateResourceClaimNames`.
-//! Shared by the property tests (`tests/properties.rs`), the case runner
+//! Shared by the property tests (`tests/properties/`), the case runner
 //! (`case-runner/src/lib.rs`, which holds every case's output to them) and the fuzz target
 //! `opted_in`, through `#[path]`.
 //!

@@ -1,4 +1,4 @@
-//! The rule every mutation must keep, shared by the property tests (`tests/properties.rs`) and the
+//! The rule every mutation must keep, shared by the property tests (`tests/properties/`) and the
 //! case runner (`case-runner/src/lib.rs`, through `#[path]`): the JSON Patch the policy server
 //! computes with `json_patch::diff(request.object, mutated_object)` only adds. A `replace` is
 //! allowed only where the input held `null`, or where it extends the user's string (the Multus

@@ -1,0 +1,341 @@
+//! Settings: the keys every cloud block may have, each cloud's block, and valid settings for
+//! one of the four clouds with their trigger, opt-out and preflight keys.
+
+use crate::generators::CUSTOM_TRIGGER;
+use crate::generators::gcp::TCPXO_NETWORKS;
+use crate::generators::gcp::rdma_block;
+use crate::generators::gcp::tcpx_block;
+use crate::generators::rows::instance_types_setting;
+use fixtures::HELIX_TRIGGER;
+use fixtures::TRIGGERS;
+use proptest::prelude::*;
+use proptest::sample::select;
+use serde_json::Map;
+use serde_json::Value;
+use serde_json::json;
+
+pub(crate) fn per_gpu() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        2 => Just(None),
+        4 => (1u64..=8).prop_map(|n| Some(n.into())),
+        1 => Just(Some(16.into())),
+        1 => Just(Some(64.into())),
+        2 => select(vec![json!(0.5), json!(1.5), json!(0.25), json!(0.000001)]).prop_map(Some),
+    ]
+}
+
+/// A settings `env` map: replacing, removing and adding variables (behaviour.md §3.6).
+pub(crate) fn env_setting() -> BoxedStrategy<Option<Value>> {
+    proptest::option::weighted(
+        0.4,
+        proptest::collection::btree_map(
+            select(
+                &[
+                    "FI_EFA_USE_HUGE_PAGE",
+                    "NCCL_SOCKET_IFNAME",
+                    "NCCL_IB_TC",
+                    "NCCL_ALGO",
+                    "NCCL_PROTO",
+                    "UCX_TLS",
+                    "NCCL_IB_HCA",
+                    "FI_PROVIDER",
+                    "MASTER_ADDR",
+                    // The GCP fabrics' and the AMD rows' own.
+                    "NCCL_NET",
+                    "NCCL_TUNER_CONFIG_PATH",
+                    "NCCL_IB_GID_INDEX",
+                    "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
+                    "RCCL_MSCCL_ENABLE",
+                ][..],
+            ),
+            select(vec![
+                Value::Null,
+                json!("1"),
+                json!("mlx5"),
+                json!("Simple,LL128"),
+                json!(""),
+            ]),
+            0..4,
+        )
+        .prop_map(|map| Value::Object(map.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+    )
+    .boxed()
+}
+
+/// A `deviceClaim` (behaviour.md §3.8): with and without `{count}` and a name; names and templates
+/// that the pods' own claims have (`resource_claims_part`), so that "already claimed" is reached.
+pub(crate) fn claim_setting() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(
+        0.3,
+        select(vec![
+            json!({"template": "efa-{count}"}),
+            json!({"template": "efa-{count}", "name": "efa"}),
+            json!({"template": "default-rdma"}),
+            json!({"template": "{count}.nics", "name": "rdma"}),
+            json!({"template": "nics-{count}-x", "name": "channel"}),
+            json!({"template": "job-compute-domain-channel", "name": "fabric"}),
+        ]),
+    )
+}
+
+/// The keys every cloud block may have, added to `block`.
+pub(crate) fn common_keys(
+    mut block: Value,
+    env: Option<Value>,
+    capabilities: Option<Value>,
+    instance_types: Option<Value>,
+) -> Value {
+    if let Some(env) = env {
+        block["env"] = env;
+    }
+    if let Some(capabilities) = capabilities {
+        block["capabilities"] = capabilities;
+    }
+    if let Some(types) = instance_types {
+        block["instanceTypes"] = types;
+    }
+    block
+}
+
+pub(crate) fn capabilities_setting() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(
+        0.3,
+        select(vec![
+            json!([]),
+            json!(["IPC_LOCK"]),
+            json!(["SYS_NICE", "cap_ipc_lock"]),
+            json!(["SYS_RESOURCE"]),
+        ]),
+    )
+}
+
+/// Valid settings for one of the four clouds, the trigger annotation they name, and the cloud.
+pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
+    let common = |cloud: &'static str| {
+        (
+            env_setting(),
+            capabilities_setting(),
+            instance_types_setting(cloud),
+        )
+    };
+    let cloud = prop_oneof![
+        // GCP twice: it has three fabrics to cover.
+        1 => (
+            per_gpu(),
+            proptest::option::weighted(
+                0.3,
+                select(vec![Value::Null, json!(""), json!("/opt/efa")])
+            ),
+            proptest::option::weighted(0.2, select(vec![Value::Null, json!("250m")])),
+            common("aws"),
+        )
+            .prop_map(|(n, library, cpu, (env, caps, types))| {
+                let mut block = json!({"enabled": true});
+                if let Some(n) = n {
+                    block["efaDevicesPerGPU"] = n;
+                }
+                if let Some(library) = library {
+                    block["efaLibraryPath"] = library;
+                }
+                if let Some(cpu) = cpu {
+                    block["cpuRequest"] = cpu;
+                }
+                ("aws", common_keys(block, env, caps, types))
+            }),
+        1 => (
+            prop_oneof![
+                3 => per_gpu().prop_map(|n| n.map(|n| ("rdmaDevicesPerGPU", n))),
+                1 => (1u64..=2).prop_map(|n| Some(("rdmaDevicesPerContainer", n.into()))),
+            ],
+            proptest::option::of(select(&["hca_shared_devices_a", "ib", "shared_ib"][..])),
+            // `null` and "" turn the topology file off.
+            proptest::option::of(select(vec![json!("nccl-topo"), json!("nccl-topo-h100"), json!(""), Value::Null])),
+            common("azure"),
+        )
+            .prop_map(|(count, device, topology, (env, caps, types))| {
+                let mut block = json!({"enabled": true});
+                if let Some((key, n)) = count {
+                    block[key] = n;
+                }
+                if let Some(d) = device {
+                    block["rdmaDeviceName"] = d.into();
+                }
+                if let Some(t) = topology {
+                    block["ncclTopologyConfigMap"] = t;
+                }
+                ("azure", common_keys(block, env, caps, types))
+            }),
+        2 => (
+            proptest::option::weighted(0.3, Just(json!(TCPXO_NETWORKS))),
+            proptest::option::weighted(
+                0.3,
+                Just(json!(
+                    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
+                ))
+            ),
+            proptest::option::weighted(0.3, select(vec![json!([]), json!(["--num_hops=2"])])),
+            (common("gcp"), proptest::option::weighted(0.3, any::<bool>())),
+            // The fabric for pods whose machine is not known, and the other fabrics' blocks.
+            proptest::option::weighted(0.6, select(&["tcpxo", "tcpx", "rdma"][..])),
+            tcpx_block(),
+            rdma_block(),
+        )
+            .prop_map(|(networks, image, flags, ((env, caps, types), probe), fabric, tcpx, rdma)| {
+                let mut block = json!({"enabled": true});
+                for (key, value) in [
+                    ("networks", networks),
+                    ("daemonImage", image),
+                    ("daemonFlags", flags),
+                    ("daemonStartupProbe", probe.map(Value::from)),
+                    ("fabric", fabric.map(Value::from)),
+                    ("tcpx", tcpx),
+                    ("rdma", rdma),
+                ] {
+                    if let Some(value) = value {
+                        block[key] = value;
+                    }
+                }
+                ("gcp", common_keys(block, env, caps, types))
+            }),
+        1 => (
+            per_gpu(),
+            proptest::option::weighted(
+                0.3,
+                select(&["nvidia.com/rdma-vf", "nvidia.com/mlnxnics"][..])
+            ),
+            proptest::option::weighted(0.3, select(&["default/rdma-vf", "rdma-vf"][..])),
+            common("oci"),
+        )
+            .prop_map(|(n, resource, network, (env, caps, types))| {
+                let mut block = json!({"enabled": true});
+                if let Some(n) = n {
+                    block["rdmaDevicesPerGPU"] = n;
+                }
+                if let Some(r) = resource {
+                    block["resourceName"] = r.into();
+                }
+                if let Some(n) = network {
+                    block["network"] = n.into();
+                }
+                ("oci", common_keys(block, env, caps, types))
+            })
+            .boxed(),
+    ];
+    (
+        (cloud, claim_setting()),
+        any::<bool>(),
+        trigger_setting(),
+        proptest::option::weighted(0.3, select(vec![json!([]), json!(["PyTorchJob", "Job"])])),
+        proptest::option::weighted(
+            0.3,
+            select(vec![json!([]), json!(["kubeflow.org", "batch.volcano.sh"])]),
+        ),
+        // The GPU resources counted: one vendor's, or several with one no default counts.
+        proptest::option::weighted(
+            0.3,
+            // Mostly lists that count NVIDIA's, as most pods ask for them.
+            select(vec![
+                json!(["amd.com/gpu"]),
+                json!(["nvidia.com/gpu"]),
+                json!(["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/xe"]),
+                json!(["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/xe"]),
+                json!(["gpu.intel.com/xe", "nvidia.com/gpu"]),
+                // A name listed twice counts once.
+                json!(["nvidia.com/gpu", "amd.com/gpu", "nvidia.com/gpu"]),
+            ]),
+        ),
+        // The record's key: another, or none on the pod.
+        proptest::option::weighted(0.2, select(&["", "example.com/wired"][..])),
+    )
+        .prop_map(
+            |(
+                ((name, mut block), claim),
+                all_four,
+                trigger,
+                kinds,
+                groups,
+                gpu_resources,
+                record,
+            )| {
+                // The fabric through DRA (behaviour.md §3.8): GCP's only for RDMA.
+                if let Some(claim) = claim {
+                    if name == "gcp" {
+                        if !block["rdma"].is_object() {
+                            block["rdma"] = json!({});
+                        }
+                        block["rdma"]["deviceClaim"] = claim;
+                    } else {
+                        block["deviceClaim"] = claim;
+                    }
+                }
+                let mut settings = Map::new();
+                if all_four {
+                    // The chart's values list every cloud, the others disabled.
+                    for other in ["aws", "azure", "gcp", "oci"] {
+                        settings.insert(other.into(), json!({"enabled": false}));
+                    }
+                }
+                settings.insert(name.into(), block);
+                let ((trigger_setting, opt_out), trigger) = trigger;
+                if let Some(t) = trigger_setting {
+                    settings.insert("triggerAnnotation".into(), t);
+                }
+                if let Some(o) = opt_out {
+                    settings.insert("optOutAnnotation".into(), o);
+                }
+                if let Some(k) = kinds {
+                    settings.insert("ownerKinds".into(), k);
+                }
+                if let Some(g) = groups {
+                    settings.insert("ownerApiGroups".into(), g);
+                }
+                if let Some(r) = gpu_resources {
+                    settings.insert("gpuResources".into(), r);
+                }
+                if let Some(key) = record {
+                    settings.insert("recordAnnotation".into(), key.into());
+                }
+                (Value::Object(settings), trigger.to_string(), name)
+            },
+        )
+        // Boxed: the strategy's nested types otherwise make frames that overflow the test
+        // thread's stack in debug builds.
+        .boxed()
+}
+
+/// `triggerAnnotation` and `optOutAnnotation` (behaviour.md §1.3), and the trigger key the pod
+/// carries: the default keys (NeMo Platform's or NeMo Helix's on the pod), one key, or a list.
+#[allow(clippy::type_complexity)]
+pub(crate) fn trigger_setting()
+-> impl Strategy<Value = ((Option<Value>, Option<Value>), &'static str)> {
+    let opt_out = proptest::option::weighted(
+        0.2,
+        select(vec![
+            json!("example.com/keep-out"),
+            json!([
+                "example.com/keep-out",
+                "nhx.nvidia.com/disable-multi-node-networking"
+            ]),
+        ]),
+    );
+    let trigger = prop_oneof![
+        8 => select(&TRIGGERS[..]).prop_map(|key| (None, key)),
+        1 => Just((Some(json!(CUSTOM_TRIGGER)), CUSTOM_TRIGGER)),
+        1 => select(&[CUSTOM_TRIGGER, HELIX_TRIGGER][..])
+            .prop_map(|key| (Some(json!([CUSTOM_TRIGGER, HELIX_TRIGGER])), key)),
+    ];
+    (trigger, opt_out).prop_map(|((setting, key), opt_out)| ((setting, opt_out), key))
+}
+
+/// `preflight` (behaviour.md §9): absent mostly, else each mode or `null`.
+pub(crate) fn preflight_setting() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(
+        0.5,
+        select(vec![
+            json!("warn"),
+            json!("reject"),
+            json!("skip"),
+            json!(null),
+        ]),
+    )
+}

@@ -1,0 +1,154 @@
+//! What a mutation injects: the fabric blocks' values as the user wrote them, and the
+//! record of what was injected.
+
+use crate::api_rules::as_list;
+use crate::generators::case;
+use crate::inspect::added_fabric;
+use crate::inspect::gpu_resources;
+use crate::inspect::gpus;
+use crate::inspect::interface_networks;
+use crate::run::evaluate;
+use crate::run::mutated_pod;
+use crate::run::payload;
+use multinode_networking_policy::admission;
+use multinode_networking_policy::quantity;
+use proptest::prelude::*;
+use serde_json::Value;
+use serde_json::json;
+
+proptest! {
+    #![proptest_config(crate::config())]
+
+    #[test]
+    fn the_fabric_blocks_values_reach_the_pod((settings, pod) in case()) {
+        // The user's settings are kept as written: the TCPX daemon's flags are its argv items
+        // verbatim after the entrypoint (no shell splits their blanks and quotes), its image is
+        // the setting's, and the RDMA interfaces are the first networks of `gcp.rdma.networks`.
+        // Only where no row of the pod's machine may have set them instead.
+        let Some(gcp) = settings.get("gcp").filter(|b| b["enabled"] == true) else {
+            return Ok(());
+        };
+        let row_sets = |fabric: &str| {
+            gcp.get("instanceTypes")
+                .and_then(Value::as_object)
+                .is_some_and(|rows| rows.values().any(|row| row.get(fabric).is_some()))
+        };
+        let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
+            return Ok(());
+        };
+        match added_fabric(&pod, &mutated) {
+            Some("mutated: TCPX") if !row_sets("tcpx") => {
+                let inits = as_list(mutated.pointer("/spec/initContainers"));
+                let daemon = inits.iter().rev().find(|c| c["name"] == "tcpx-daemon").unwrap();
+                let command = as_list(daemon.get("command"));
+                prop_assert!(!command.is_empty(), "the daemon has no command: {}", daemon);
+                if let Some(flags) = gcp.pointer("/tcpx/daemonFlags") {
+                    prop_assert_eq!(&command[1..], as_list(Some(flags)), "{}", daemon);
+                }
+                if let Some(image) = gcp.pointer("/tcpx/daemonImage") {
+                    prop_assert_eq!(&daemon["image"], image);
+                }
+            }
+            Some("mutated: RDMA") if !row_sets("rdma") => {
+                if let Some(networks) = gcp.pointer("/rdma/networks") {
+                    let wanted: Vec<String> = as_list(Some(networks))
+                        .iter()
+                        .filter_map(|n| n.as_str().map(String::from))
+                        .collect();
+                    let got = interface_networks(&mutated).unwrap_or_default();
+                    prop_assert!(
+                        !got.is_empty() && wanted.starts_with(&got),
+                        "interfaces {:?} are not the first of {:?}", got, wanted
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_record_says_what_was_injected((settings, pod) in case()) {
+        let bytes = payload("CREATE", &pod, &settings);
+        let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).unwrap();
+        let mutated = &answer["mutated_object"];
+        let audit = &answer["audit_annotations"];
+        if mutated.is_null() {
+            prop_assert!(audit.is_null(), "audit annotations without a mutation: {}", audit);
+            return Ok(());
+        }
+        let text = audit["injected"].as_str().unwrap_or_default();
+        let record: Value = match serde_json::from_str(text) {
+            Ok(record) => record,
+            Err(e) => return Err(TestCaseError::fail(format!("the record {text:?}: {e}"))),
+        };
+        let key = fixtures::record_key(&settings);
+        let annotations = &mutated["metadata"]["annotations"];
+        if let Some(key) = key {
+            prop_assert_eq!(annotations[key].as_str(), Some(text));
+        }
+        let cloud = ["aws", "azure", "gcp", "oci"]
+            .into_iter()
+            .find(|c| settings[*c]["enabled"] == true)
+            .unwrap();
+        prop_assert_eq!(&record["cloud"], cloud);
+        prop_assert_eq!(&record["policy"], env!("CARGO_PKG_VERSION"));
+        let fabrics: &[&str] = match cloud {
+            "aws" => &["efa"],
+            "azure" => &["infiniband"],
+            "oci" => &["sriov"],
+            _ => &["tcpxo", "tcpx", "rdma"],
+        };
+        prop_assert!(fabrics.contains(&record["fabric"].as_str().unwrap_or_default()), "{}", text);
+        prop_assert_eq!(record["device"].is_null(), cloud == "gcp", "{}", text);
+        let listed = record["containers"].as_object().cloned().unwrap_or_default();
+        let resources = gpu_resources(&settings);
+        let containers = as_list(mutated.pointer("/spec/containers"));
+        // A container without a name is listed by its index.
+        let name_of = |(at, c): (usize, &Value)| {
+            c["name"].as_str().map_or_else(|| format!("#{at}"), str::to_string)
+        };
+        let mut want: Vec<String> = containers
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| gpus(c, &resources).is_some())
+            .map(name_of)
+            .collect();
+        want.sort_unstable();
+        want.dedup();
+        let mut names: Vec<String> = listed.keys().cloned().collect();
+        names.sort_unstable();
+        prop_assert_eq!(names, want, "{}", text);
+        for (at, container) in containers.iter().enumerate() {
+            let Some(entry) = listed.get(&name_of((at, container))) else {
+                continue;
+            };
+            // A DRA claim of the fabric stands for the count (behaviour.md §2.1, §3.8): the
+            // container names it, and so does the pod.
+            if let Some(claim) = entry.get("claim") {
+                let named = |list: Option<&Value>| {
+                    as_list(list).iter().any(|c| c["name"] == *claim)
+                };
+                prop_assert!(named(container.pointer("/resources/claims")), "{}", text);
+                prop_assert!(named(mutated.pointer("/spec/resourceClaims")), "{}", text);
+                prop_assert_eq!(entry.as_object().map(|e| e.len()), Some(1), "{}", text);
+                continue;
+            }
+            match record["device"].as_str() {
+                Some(device) => {
+                    let requested = container
+                        .pointer(&format!("/resources/requests/{}", device.replace('/', "~1")))
+                        .map_or(Ok(0), |v| quantity::whole(&v.to_string()));
+                    prop_assert_eq!(entry, &json!({"devices": requested.unwrap_or(0)}), "{}", text);
+                }
+                None => prop_assert_eq!(entry, &json!({}), "{}", text),
+            }
+        }
+        // A stale record does not change the answer: the policy's replaces it.
+        if let Some(key) = key.filter(|_| pod["metadata"]["annotations"].is_object()) {
+            let mut stale = pod.clone();
+            stale["metadata"]["annotations"][key] = json!("{\"policy\":\"0.0.0\"}");
+            let again: Value = serde_json::from_slice(&admission::validate(&payload("CREATE", &stale, &settings))).unwrap();
+            prop_assert_eq!(&again["mutated_object"], mutated);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The preflight's host calls: no answer traps, and only a missing object changes the
+//! answer (behaviour.md §9).
+
+use crate::generators::case;
+use crate::generators::host::Answer;
+use crate::generators::host::answers;
+use crate::generators::host::host_answer;
+use crate::run::opted_in;
+use crate::run::payload;
+use multinode_networking_policy::admission;
+use multinode_networking_policy::admission::Verdict;
+use proptest::prelude::*;
+use serde_json::Value;
+
+/// `after` is `before` and the preflight's warning about one missing object.
+/// `after` is `before` and then one preflight warning for each of the `missing` objects
+/// (behaviour.md §9: one more warning per missing object, after the others).
+pub(crate) fn warnings_for_missing(before: &[String], after: &[String], missing: usize) -> bool {
+    after.len() == before.len() + missing
+        && after.starts_with(before)
+        && after[before.len()..]
+            .iter()
+            .all(|w| w.contains("does not exist, and this pod refers to it"))
+}
+
+proptest! {
+    #![proptest_config(crate::config())]
+
+    #[test]
+    fn preflight_answers_never_trap_and_only_a_missing_object_speaks(
+        (settings, pod) in case(),
+        answer in answers(),
+    ) {
+        let bytes = payload("CREATE", &pod, &settings);
+        let without = admission::evaluate(&bytes);
+        let calls = std::cell::RefCell::new(Vec::new());
+        let host = |request: &[u8]| {
+            calls.borrow_mut().push(request.to_vec());
+            host_answer(&answer, request)
+        };
+        let with = admission::evaluate_with(&bytes, &host);
+        let encoded: Value = serde_json::from_slice(&admission::validate_with(&bytes, &host)).unwrap();
+        prop_assert!(encoded["accepted"].is_boolean());
+        let calls = calls.into_inner();
+        // Each call looks for one object: at most one per object, two evaluations here.
+        let mut objects = calls.clone();
+        objects.sort();
+        objects.dedup();
+        // Azure's topology and a claim's template are the most one pod refers to.
+        prop_assert!(objects.len() <= 2 && calls.len() <= 2 * objects.len(), "{:?}", calls);
+        let mode = settings.get("preflight").and_then(Value::as_str).unwrap_or("warn");
+        if mode == "skip" || !opted_in(&pod, &settings) {
+            prop_assert!(calls.is_empty());
+        }
+        let missing = matches!(answer, Answer::Missing) && !calls.is_empty();
+        match (&without, &with) {
+            _ if !missing => prop_assert_eq!(&with, &without),
+            (_, Verdict::Reject { message }) if mode == "reject" => {
+                prop_assert!(message.contains("does not exist, and this pod refers to it"), "{}", message);
+            }
+            (
+                Verdict::Mutate { pod: a, warnings: w, record: r },
+                Verdict::Mutate { pod: b, warnings: v, record: q },
+            ) if mode != "reject" => {
+                prop_assert_eq!(a, b);
+                prop_assert_eq!(r, q);
+                prop_assert!(warnings_for_missing(w, v, objects.len()), "{:?} then {:?}", w, v);
+            }
+            (Verdict::Accept { warnings: w }, Verdict::Accept { warnings: v }) if mode != "reject" => {
+                prop_assert!(warnings_for_missing(w, v, objects.len()), "{:?} then {:?}", w, v);
+            }
+            _ => prop_assert!(false, "without a host {:?}, with {:?}", without, with),
+        }
+    }
+}
