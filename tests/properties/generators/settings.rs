@@ -109,78 +109,94 @@ pub(crate) fn capabilities_setting() -> impl Strategy<Value = Option<Value>> {
     )
 }
 
-/// Valid settings for one of the four clouds, the trigger annotation they name, and the cloud.
-pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
-    let common = |cloud: &'static str| {
+/// The keys every cloud block may draw: `env`, `capabilities`, `instanceTypes`.
+fn common(
+    cloud: &'static str,
+) -> impl Strategy<Value = (Option<Value>, Option<Value>, Option<Value>)> {
+    (
+        env_setting(),
+        capabilities_setting(),
+        instance_types_setting(cloud),
+    )
+}
+
+/// `aws`: EFA devices per GPU, the EFA library path, the CPU request.
+fn aws_block() -> impl Strategy<Value = (&'static str, Value)> {
+    (
+        per_gpu(),
+        proptest::option::weighted(0.3, select(vec![Value::Null, json!(""), json!("/opt/efa")])),
+        proptest::option::weighted(0.2, select(vec![Value::Null, json!("250m")])),
+        common("aws"),
+    )
+        .prop_map(|(n, library, cpu, (env, caps, types))| {
+            let mut block = json!({"enabled": true});
+            if let Some(n) = n {
+                block["efaDevicesPerGPU"] = n;
+            }
+            if let Some(library) = library {
+                block["efaLibraryPath"] = library;
+            }
+            if let Some(cpu) = cpu {
+                block["cpuRequest"] = cpu;
+            }
+            ("aws", common_keys(block, env, caps, types))
+        })
+}
+
+/// `azure`: a count per GPU or per container, the RDMA device, the topology ConfigMap.
+fn azure_block() -> impl Strategy<Value = (&'static str, Value)> {
+    (
+        prop_oneof![
+            3 => per_gpu().prop_map(|n| n.map(|n| ("rdmaDevicesPerGPU", n))),
+            1 => (1u64..=2).prop_map(|n| Some(("rdmaDevicesPerContainer", n.into()))),
+        ],
+        proptest::option::of(select(&["hca_shared_devices_a", "ib", "shared_ib"][..])),
+        // `null` and "" turn the topology file off.
+        proptest::option::of(select(vec![
+            json!("nccl-topo"),
+            json!("nccl-topo-h100"),
+            json!(""),
+            Value::Null,
+        ])),
+        common("azure"),
+    )
+        .prop_map(|(count, device, topology, (env, caps, types))| {
+            let mut block = json!({"enabled": true});
+            if let Some((key, n)) = count {
+                block[key] = n;
+            }
+            if let Some(d) = device {
+                block["rdmaDeviceName"] = d.into();
+            }
+            if let Some(t) = topology {
+                block["ncclTopologyConfigMap"] = t;
+            }
+            ("azure", common_keys(block, env, caps, types))
+        })
+}
+
+/// `gcp`: TCPXO's keys, the startup probe, the fabric, and the TCPX and RDMA blocks.
+fn gcp_block() -> impl Strategy<Value = (&'static str, Value)> {
+    (
+        proptest::option::weighted(0.3, Just(json!(TCPXO_NETWORKS))),
+        proptest::option::weighted(
+            0.3,
+            Just(json!(
+                "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
+            )),
+        ),
+        proptest::option::weighted(0.3, select(vec![json!([]), json!(["--num_hops=2"])])),
         (
-            env_setting(),
-            capabilities_setting(),
-            instance_types_setting(cloud),
-        )
-    };
-    let cloud = prop_oneof![
-        // GCP twice: it has three fabrics to cover.
-        1 => (
-            per_gpu(),
-            proptest::option::weighted(
-                0.3,
-                select(vec![Value::Null, json!(""), json!("/opt/efa")])
-            ),
-            proptest::option::weighted(0.2, select(vec![Value::Null, json!("250m")])),
-            common("aws"),
-        )
-            .prop_map(|(n, library, cpu, (env, caps, types))| {
-                let mut block = json!({"enabled": true});
-                if let Some(n) = n {
-                    block["efaDevicesPerGPU"] = n;
-                }
-                if let Some(library) = library {
-                    block["efaLibraryPath"] = library;
-                }
-                if let Some(cpu) = cpu {
-                    block["cpuRequest"] = cpu;
-                }
-                ("aws", common_keys(block, env, caps, types))
-            }),
-        1 => (
-            prop_oneof![
-                3 => per_gpu().prop_map(|n| n.map(|n| ("rdmaDevicesPerGPU", n))),
-                1 => (1u64..=2).prop_map(|n| Some(("rdmaDevicesPerContainer", n.into()))),
-            ],
-            proptest::option::of(select(&["hca_shared_devices_a", "ib", "shared_ib"][..])),
-            // `null` and "" turn the topology file off.
-            proptest::option::of(select(vec![json!("nccl-topo"), json!("nccl-topo-h100"), json!(""), Value::Null])),
-            common("azure"),
-        )
-            .prop_map(|(count, device, topology, (env, caps, types))| {
-                let mut block = json!({"enabled": true});
-                if let Some((key, n)) = count {
-                    block[key] = n;
-                }
-                if let Some(d) = device {
-                    block["rdmaDeviceName"] = d.into();
-                }
-                if let Some(t) = topology {
-                    block["ncclTopologyConfigMap"] = t;
-                }
-                ("azure", common_keys(block, env, caps, types))
-            }),
-        2 => (
-            proptest::option::weighted(0.3, Just(json!(TCPXO_NETWORKS))),
-            proptest::option::weighted(
-                0.3,
-                Just(json!(
-                    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
-                ))
-            ),
-            proptest::option::weighted(0.3, select(vec![json!([]), json!(["--num_hops=2"])])),
-            (common("gcp"), proptest::option::weighted(0.3, any::<bool>())),
-            // The fabric for pods whose machine is not known, and the other fabrics' blocks.
-            proptest::option::weighted(0.6, select(&["tcpxo", "tcpx", "rdma"][..])),
-            tcpx_block(),
-            rdma_block(),
-        )
-            .prop_map(|(networks, image, flags, ((env, caps, types), probe), fabric, tcpx, rdma)| {
+            common("gcp"),
+            proptest::option::weighted(0.3, any::<bool>()),
+        ),
+        // The fabric for pods whose machine is not known, and the other fabrics' blocks.
+        proptest::option::weighted(0.6, select(&["tcpxo", "tcpx", "rdma"][..])),
+        tcpx_block(),
+        rdma_block(),
+    )
+        .prop_map(
+            |(networks, image, flags, ((env, caps, types), probe), fabric, tcpx, rdma)| {
                 let mut block = json!({"enabled": true});
                 for (key, value) in [
                     ("networks", networks),
@@ -196,30 +212,44 @@ pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                     }
                 }
                 ("gcp", common_keys(block, env, caps, types))
-            }),
-        1 => (
-            per_gpu(),
-            proptest::option::weighted(
-                0.3,
-                select(&["nvidia.com/rdma-vf", "nvidia.com/mlnxnics"][..])
-            ),
-            proptest::option::weighted(0.3, select(&["default/rdma-vf", "rdma-vf"][..])),
-            common("oci"),
+            },
         )
-            .prop_map(|(n, resource, network, (env, caps, types))| {
-                let mut block = json!({"enabled": true});
-                if let Some(n) = n {
-                    block["rdmaDevicesPerGPU"] = n;
-                }
-                if let Some(r) = resource {
-                    block["resourceName"] = r.into();
-                }
-                if let Some(n) = network {
-                    block["network"] = n.into();
-                }
-                ("oci", common_keys(block, env, caps, types))
-            })
-            .boxed(),
+}
+
+/// `oci`: SR-IOV VFs per GPU, their resource and network.
+fn oci_block() -> impl Strategy<Value = (&'static str, Value)> {
+    (
+        per_gpu(),
+        proptest::option::weighted(
+            0.3,
+            select(&["nvidia.com/rdma-vf", "nvidia.com/mlnxnics"][..]),
+        ),
+        proptest::option::weighted(0.3, select(&["default/rdma-vf", "rdma-vf"][..])),
+        common("oci"),
+    )
+        .prop_map(|(n, resource, network, (env, caps, types))| {
+            let mut block = json!({"enabled": true});
+            if let Some(n) = n {
+                block["rdmaDevicesPerGPU"] = n;
+            }
+            if let Some(r) = resource {
+                block["resourceName"] = r.into();
+            }
+            if let Some(n) = network {
+                block["network"] = n.into();
+            }
+            ("oci", common_keys(block, env, caps, types))
+        })
+}
+
+/// Valid settings for one of the four clouds, the trigger annotation they name, and the cloud.
+pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
+    let cloud = prop_oneof![
+        // GCP twice: it has three fabrics to cover.
+        1 => aws_block(),
+        1 => azure_block(),
+        2 => gcp_block(),
+        1 => oci_block().boxed(),
     ];
     (
         (cloud, claim_setting()),
