@@ -106,6 +106,8 @@ impl WholeNode {
 /// `eth<first>` on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interfaces<'a> {
+    /// The annotation it is written under.
+    pub key: &'static str,
     pub first: u64,
     pub networks: Vec<Cow<'a, str>>,
 }

@@ -16,6 +16,7 @@ pub const AWS: Cloud = Cloud {
     plugin: Some(EFA),
     machines: MACHINES,
     accelerators: &[],
+    writes: &[],
 };
 
 static EFA_FABRIC: Fabric = Fabric {

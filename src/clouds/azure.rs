@@ -15,6 +15,7 @@ pub const AZURE: Cloud = Cloud {
     plugin: Some("rdma/ib"),
     machines: MACHINES,
     accelerators: &[],
+    writes: &[],
 };
 
 static INFINIBAND: Fabric = Fabric {

@@ -35,6 +35,9 @@ pub struct Cloud {
     /// Values of the node label that names a GPU model ([`ACCELERATOR_LABEL`]) and what each
     /// implies.
     pub accelerators: &'static [Accelerator],
+    /// The pod annotations its injection writes; a key ending in `/` stands for every key under
+    /// that prefix. The record may not be written under any of them.
+    pub writes: &'static [&'static str],
 }
 
 /// One fabric of a cloud: its settings keys and its injection.
@@ -175,6 +178,15 @@ pub struct Accelerator {
     pub label: &'static str,
     pub machine: Option<&'static Machine>,
     pub fabric: &'static Fabric,
+}
+
+/// Whether some cloud's injection writes the annotation `key`.
+pub fn writes_annotation(key: &str) -> bool {
+    let writes = |written: &&str| match written.strip_suffix('/') {
+        Some(_) => key.starts_with(written),
+        None => key == *written,
+    };
+    ALL.iter().any(|cloud| cloud.writes.iter().any(writes))
 }
 
 impl Cloud {

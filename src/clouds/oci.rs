@@ -15,6 +15,7 @@ pub const OCI: Cloud = Cloud {
     plugin: Some("nvidia.com/rdma-vf"),
     machines: MACHINES,
     accelerators: &[],
+    writes: &[crate::multus::ANNOTATION],
 };
 
 static SRIOV: Fabric = Fabric {

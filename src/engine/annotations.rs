@@ -12,9 +12,6 @@ use crate::merge::{object_entry, set_if_absent, text};
 use crate::multus;
 use crate::profile::Profile;
 
-/// GKE's multi-network annotation.
-const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
-
 /// Sets the profile's pod annotations where absent, and lists the Multus network once per device
 /// of the pod (`devices`); the NICs' annotations not where a DRA claim stands for them
 /// (`claimed`).
@@ -37,7 +34,7 @@ pub(super) fn annotate(
         changed |= set_if_absent(annotations, key, || Cow::Borrowed(value));
     }
     if let Some(interfaces) = interfaces {
-        changed |= set_if_absent(annotations, INTERFACES_ANNOTATION, || {
+        changed |= set_if_absent(annotations, interfaces.key, || {
             interfaces.annotation(nics).into()
         });
     }

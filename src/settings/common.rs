@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use super::reader::{Reader, show};
 use super::{Common, GPU_RESOURCES, PREFLIGHT, RECORD, top};
+use crate::clouds;
 use crate::error::{Error, Path};
 use crate::json::JsonType;
 use crate::json::tape::{Tape, Value};
@@ -144,9 +145,7 @@ impl Reader {
             Some(key)
                 if common.triggers.contains(&key)
                     || common.opt_outs.contains(&key)
-                    || key == crate::multus::ANNOTATION
-                    || key.starts_with("networking.gke.io/")
-                    || key.starts_with("devices.gke.io/") =>
+                    || clouds::writes_annotation(&key) =>
             {
                 self.errors.push(format!(
                     "{path}: must differ from triggerAnnotation, optOutAnnotation and the annotations the policy writes (k8s.v1.cni.cncf.io/networks, networking.gke.io/…, devices.gke.io/…), got \"{key}\""

@@ -23,6 +23,7 @@ pub const GCP: Cloud = Cloud {
     plugin: None,
     machines: MACHINES,
     accelerators: ACCELERATORS,
+    writes: &["networking.gke.io/", "devices.gke.io/"],
 };
 
 /// GKE's machine types with GPUDirect, their GPUs, the NICs their fabric uses, and the fabric
@@ -163,6 +164,9 @@ macro_rules! daemon_devices {
     };
 }
 use daemon_devices;
+
+/// GKE's multi-network annotation: the fabric's NICs on their networks.
+const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
 
 const DEFAULT_INTERFACE: (&str, &str) =
     ("networking.gke.io/default-interface", json_string!("eth0"));

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::{DEFAULT_INTERFACE, networks};
+use super::{DEFAULT_INTERFACE, INTERFACES_ANNOTATION, networks};
 use crate::clouds::{DEVICE_CLAIM, Fabric, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::profile::{EnvVar, Interfaces, Mount, Profile, Volume, WholeNode, mount, var};
 
@@ -71,6 +71,7 @@ fn profile() -> Profile<'static> {
         annotations: vec![DEFAULT_INTERFACE],
         // eth1 is the node's second gVNIC, which only the Autopilot manifests list.
         interfaces: Some(Interfaces {
+            key: INTERFACES_ANNOTATION,
             first: 2,
             networks: NETWORKS.iter().map(|n| Cow::Borrowed(*n)).collect(),
         }),

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, daemon_devices, networks};
+use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, INTERFACES_ANNOTATION, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::json::write::json_string;
 use crate::profile::{
@@ -167,6 +167,7 @@ fn profile() -> Profile<'static> {
             DEFAULT_INTERFACE,
         ],
         interfaces: Some(Interfaces {
+            key: INTERFACES_ANNOTATION,
             first: 1,
             networks: NETWORKS.iter().map(|n| Cow::Borrowed(*n)).collect(),
         }),
