@@ -7,7 +7,8 @@
 //! read from their JSON text without building a tree: an object is a list of its keys and the
 //! text of their values, and strings borrow from the text. Each cloud's keys are data
 //! ([`crate::clouds`]); this module knows no cloud by name. [`reader`] holds the primitives,
-//! [`block`] a cloud's block and its rows, [`overlay`] what they set.
+//! [`common`] the keys every request reads, [`block`] a cloud's block and its rows, read into the
+//! overlays of [`crate::layers`], and [`rows`] a type's row laid over its built-in one.
 
 mod block;
 mod common;
