@@ -30,9 +30,9 @@ pub fn is_pod_create(request: &Request<'_>) -> bool {
 /// otherwise the first key, in the settings' order, whose value is a near miss is warned about.
 /// Likewise for the opt-out keys, any `"true"` keeping the pod out.
 pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
-    let triggers = values(pod, &config.triggers);
-    if !triggers.iter().any(|&(_, value)| value == "true") {
-        return match triggers.iter().find(|&&(_, value)| near_miss(value)) {
+    let mut triggers = values(pod, &config.triggers);
+    if !triggers.clone().any(|(_, value)| value == "true") {
+        return match triggers.find(|&(_, value)| near_miss(value)) {
             Some((key, value)) => Decision::PassWithWarning(format!(
                 "annotation {key} is {value:?}; multi-node networking is injected only when it is exactly \"true\""
             )),
@@ -41,13 +41,13 @@ pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
     }
     // The opt-out wins over the trigger: a job controller sets the trigger on every worker, and
     // a pod that brings its own wiring (an NCCL test, a debug pod) needs a way to stay untouched.
-    let opt_outs = values(pod, &config.opt_outs);
-    if let Some((key, _)) = opt_outs.iter().find(|&&(_, value)| value == "true") {
+    let mut opt_outs = values(pod, &config.opt_outs);
+    if let Some((key, _)) = opt_outs.clone().find(|&(_, value)| value == "true") {
         return Decision::PassWithWarning(format!(
             "multi-node networking not injected: annotation {key} is \"true\", which keeps the policy off this pod"
         ));
     }
-    let warning = opt_outs.iter().find(|&&(_, value)| near_miss(value)).map(|(key, value)| {
+    let warning = opt_outs.find(|&(_, value)| near_miss(value)).map(|(key, value)| {
         format!(
             "annotation {key} is {value:?}; a pod is kept out of multi-node networking only when it is exactly \"true\""
         )
@@ -69,11 +69,14 @@ pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
 }
 
 /// The string values of `keys` on the pod, in the order of `keys`; a key the pod does not have,
-/// or whose value is no string, is left out.
-fn values<'p>(pod: &'p PodPeek<'_>, keys: &'p [Cow<'_, str>]) -> Vec<(&'p str, &'p str)> {
+/// or whose value is no string, is left out. An iterator, not a list: every request reads these,
+/// and most pods are not opted in.
+fn values<'p>(
+    pod: &'p PodPeek<'_>,
+    keys: &'p [Cow<'_, str>],
+) -> impl Iterator<Item = (&'p str, &'p str)> + Clone {
     keys.iter()
         .filter_map(|key| Some((key.as_ref(), pod.annotation(key)?.as_str()?)))
-        .collect()
 }
 
 /// A value someone who meant "true" might have written.

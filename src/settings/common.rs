@@ -115,12 +115,7 @@ impl Reader {
             }
         }
         .unwrap_or_else(defaults);
-        let mut seen = Vec::with_capacity(keys.len());
-        keys.retain(|k| {
-            let first = !seen.contains(k);
-            seen.push(k.clone());
-            first
-        });
+        first_of_each(&mut keys);
         keys
     }
 
@@ -173,12 +168,7 @@ impl Reader {
             )
             .unwrap_or_else(default);
         // A resource listed twice is one resource: its GPUs are counted once.
-        let mut seen = Vec::with_capacity(resources.len());
-        resources.retain(|r| {
-            let first = !seen.contains(r);
-            seen.push(r.clone());
-            first
-        });
+        first_of_each(&mut resources);
         resources
     }
 
@@ -197,5 +187,17 @@ impl Reader {
                 ));
                 Mode::default()
             })
+    }
+}
+
+/// Keeps the first of each repeated item, in order: a key or resource listed twice counts once.
+fn first_of_each(items: &mut Vec<Cow<'_, str>>) {
+    let mut at = 0;
+    while at < items.len() {
+        if items[..at].contains(&items[at]) {
+            items.remove(at);
+        } else {
+            at += 1;
+        }
     }
 }
