@@ -118,7 +118,10 @@ impl Reader {
                 len, valid, what, ..
             } => self.strings(path, raw, len, valid, what).map(Param::Texts),
             Kind::Claim => self.claim(path, raw).map(Param::Claim),
-            Kind::Network { .. } if raw.is_null() => None,
+            // As a form leaves it: no network.
+            Kind::Network { .. } if raw.is_null() || raw.as_str().is_some_and(|s| s.is_empty()) => {
+                None
+            }
             Kind::Network { .. } => self.network(path, raw).map(Param::Network),
             Kind::Networks { len, .. } => self
                 .items(path, raw, Some(len), NETWORK, Reader::network)
