@@ -24,9 +24,12 @@ pub struct Attachment<'n> {
 /// The annotation's new value when attachments are missing, as the JSON text of that string;
 /// `None` when it already has enough of each. Each attachment extends what the ones before it
 /// made, so that the pod's own networks come first and ours follow in the order given.
+/// An entry without a namespace is in the pod's (`namespace`, where known), so that `rail0` in a
+/// pod of namespace `default` is the attachment `default/rail0` names.
 pub fn annotation(
     existing: Option<&str>,
     attachments: &[Attachment<'_>],
+    namespace: Option<&str>,
 ) -> Result<Option<String>, Error> {
     let mut value: Option<String> = None;
     for attachment in attachments {
@@ -40,22 +43,32 @@ pub fn annotation(
         let current = value.as_deref().or(existing).unwrap_or("");
         let (network, wanted) = (attachment.network, attachment.wanted);
         let merged = if current.trim().starts_with('[') {
-            merge_json(current, network, wanted)?
+            merge_json(current, network, wanted, namespace)?
         } else {
-            merge_short(current, network, wanted)
+            merge_short(current, network, wanted, namespace)
         };
         value = merged.or(value);
     }
     Ok(value.map(|value| render_string(&value)))
 }
 
+/// The same attachment: the same name in the same namespace, a missing one being the pod's.
+fn same(a: (Option<&str>, &str), b: (Option<&str>, &str), namespace: Option<&str>) -> bool {
+    a.1 == b.1 && a.0.or(namespace) == b.0.or(namespace)
+}
+
 /// `ns/name,ns/name@eth1`: entries are compared without the interface suffix.
-fn merge_short(existing: &str, network: &Network<'_>, wanted: u64) -> Option<String> {
+fn merge_short(
+    existing: &str,
+    network: &Network<'_>,
+    wanted: u64,
+    namespace: Option<&str>,
+) -> Option<String> {
     let ours = network.qualified();
     let present = existing
         .split(',')
         .map(|entry| entry.trim().split('@').next().unwrap_or(""))
-        .filter(|entry| *entry == ours)
+        .filter(|entry| same(Network::split(entry), network.parts(), namespace))
         .count() as u64;
     let missing = wanted.saturating_sub(present);
     if missing == 0 {
@@ -88,7 +101,12 @@ fn repeated(head: &str, comma: bool, entry: &str, missing: u64, tail: &str) -> S
 /// `[{"name": "...", "namespace": "..."}]`: the text is kept byte for byte and our objects are
 /// inserted before the closing bracket, so nothing of the user's formatting or keys changes. An
 /// entry without a namespace is in the pod's namespace, as a network given without one.
-fn merge_json(existing: &str, network: &Network<'_>, wanted: u64) -> Result<Option<String>, Error> {
+fn merge_json(
+    existing: &str,
+    network: &Network<'_>,
+    wanted: u64,
+    pod_namespace: Option<&str>,
+) -> Result<Option<String>, Error> {
     let unreadable = || Error::UnreadableNetworks {
         value: existing.chars().take(200).collect(),
     };
@@ -101,8 +119,15 @@ fn merge_json(existing: &str, network: &Network<'_>, wanted: u64) -> Result<Opti
         .iter()
         .filter(|entry| {
             let entry = crate::json::lenient::members(entry);
-            field(&entry, "name").as_deref() == Some(name)
-                && field(&entry, "namespace").as_deref() == namespace
+            let theirs = (field(&entry, "namespace"), field(&entry, "name"));
+            let Some(their_name) = theirs.1.as_deref() else {
+                return false;
+            };
+            same(
+                (theirs.0.as_deref(), their_name),
+                (namespace, name),
+                pod_namespace,
+            )
         })
         .count() as u64;
     let missing = wanted.saturating_sub(present);
@@ -151,7 +176,7 @@ mod tests {
             resource,
             wanted,
         };
-        let text = annotation(existing, &[attachment])?;
+        let text = annotation(existing, &[attachment], None)?;
         Ok(text.map(|text| serde_json::from_str(&text).expect("a JSON string")))
     }
 
@@ -245,6 +270,41 @@ mod tests {
             Some(
                 r#"[{"name":"rdma-vf"},{"name":"rdma-vf","namespace":"default"},{"name":"rdma-vf"}]"#
             )
+        );
+    }
+
+    /// A short name is the attachment of the pod's namespace: with the pod in `default`, `rdma-vf`
+    /// and `default/rdma-vf` are one network, in either form.
+    #[test]
+    fn a_name_without_namespace_is_the_pods_namespaces() {
+        let merged = |existing: &str, network: &Network<'_>| {
+            let attachment = Attachment {
+                network,
+                resource: RESOURCE,
+                wanted: 2,
+            };
+            let text = annotation(Some(existing), &[attachment], Some("default")).unwrap();
+            text.map(|text| serde_json::from_str::<String>(&text).unwrap())
+        };
+        let qualified = &Network(Cow::Borrowed("default/rdma-vf"));
+        let short = &Network(Cow::Borrowed("rdma-vf"));
+        assert_eq!(merged("rdma-vf,default/rdma-vf", qualified), None);
+        assert_eq!(merged("rdma-vf,default/rdma-vf", short), None);
+        assert_eq!(
+            merged("rdma-vf", qualified).as_deref(),
+            Some("rdma-vf,default/rdma-vf")
+        );
+        assert_eq!(
+            merged(
+                r#"[{"name":"rdma-vf"},{"name":"rdma-vf","namespace":"default"}]"#,
+                short
+            ),
+            None
+        );
+        // Another namespace is another network.
+        assert_eq!(
+            merged("other/rdma-vf", short).as_deref(),
+            Some("other/rdma-vf,rdma-vf,rdma-vf")
         );
     }
 

@@ -476,9 +476,14 @@ impl Volume<'_> {
 impl Network<'_> {
     /// `(namespace, name)`; no namespace means the pod's own.
     pub fn parts(&self) -> (Option<&str>, &str) {
-        match self.0.split_once('/') {
+        Network::split(&self.0)
+    }
+
+    /// `namespace/name` or `name` as `(namespace, name)`.
+    pub fn split(text: &str) -> (Option<&str>, &str) {
+        match text.split_once('/') {
             Some((namespace, name)) => (Some(namespace), name),
-            None => (None, &self.0),
+            None => (None, text),
         }
     }
 

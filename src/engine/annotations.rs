@@ -19,6 +19,8 @@ pub(super) struct Devices<'w> {
     pub(super) nics: Option<u64>,
     pub(super) device: u64,
     pub(super) rails: &'w [u64],
+    /// The pod's namespace, where its metadata names it: a Multus entry without one is in it.
+    pub(super) namespace: Option<&'w str>,
 }
 
 /// Sets the profile's pod annotations where absent, and lists the Multus networks: the fabric's
@@ -63,7 +65,7 @@ pub(super) fn annotate(
             )
         })?),
     };
-    if let Some(value) = multus::annotation(existing.as_deref(), &attachments)? {
+    if let Some(value) = multus::annotation(existing.as_deref(), &attachments, devices.namespace)? {
         annotations.insert(multus::ANNOTATION, Node::New(value.into()));
         changed = true;
     }

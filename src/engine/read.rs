@@ -4,6 +4,8 @@
 //! the pod (it is borrowed shared), so the steps after it parse nothing more than they touch.
 //! The reads run in a fixed order: a pod malformed in several places is refused for the first.
 
+use std::borrow::Cow;
+
 use crate::clouds::Fabric;
 use crate::error::Error;
 use crate::json::object::Object;
@@ -32,6 +34,8 @@ pub(super) struct Reading<'a> {
     pub(super) seccomp: Seccomp,
     /// What the pod's instance types decide for its devices, where the profile has a device.
     pub(super) placement: Option<Placement>,
+    /// `metadata.namespace`, which the API server sets from the request before admission.
+    pub(super) namespace: Option<String>,
 }
 
 /// Why a pod the policy acts on gets nothing (behaviour.md §2, §3.7); [`super::judge`] says it.
@@ -51,6 +55,7 @@ pub(super) fn pod<'a>(
     config: &Config<'a>,
 ) -> Result<Result<Reading<'a>, Declined>, Error> {
     let mut seccomp = Seccomp::annotated(pod)?;
+    let namespace = namespace_of(pod)?;
     let spec = object(pod, "spec")?;
     let gpu_containers = match spec {
         Some(spec) => gpu_containers(spec, &config.gpu_resources)?,
@@ -101,7 +106,15 @@ pub(super) fn pod<'a>(
         volumes,
         seccomp,
         placement,
+        namespace,
     }))
+}
+
+/// The pod's `metadata.namespace`, where it is a string.
+fn namespace_of(pod: &Object<'_>) -> Result<Option<String>, Error> {
+    let metadata = object(pod, "metadata")?;
+    let namespace = metadata.and_then(|m| m.get("namespace")).and_then(text);
+    Ok(namespace.map(Cow::into_owned))
 }
 
 /// The seccomp profiles the pod sets: a GPU container that has one, by field or by the legacy

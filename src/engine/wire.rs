@@ -68,6 +68,7 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wi
         nics: facts.node.nics,
         device: wiring.devices,
         rails: &wiring.rails,
+        namespace: facts.namespace.as_deref(),
     };
     wiring.changed |= annotate(pod, profile, &devices, claimed)?;
     Ok(wiring)

@@ -23,7 +23,7 @@ const FABRIC: &str = "fabric";
 const ENV: &str = "env";
 const CAPABILITIES: &str = "capabilities";
 const PIN_TRANSPORT: &str = "pinTransport";
-const DEVICES_PER_NODE: &str = "devicesPerNode";
+pub(super) const DEVICES_PER_NODE: &str = "devicesPerNode";
 const GPUS_PER_NODE: &str = "gpusPerNode";
 const MAX_DEVICES_PER_NODE: u64 = 1024;
 

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use super::block::DEVICES_PER_NODE;
 use super::reader::Reader;
 use super::{CloudSettings, INSTANCE_TYPES};
 use crate::clouds::{Cloud, Machine};
@@ -59,11 +60,18 @@ impl Row<'_> {
 
 impl<'a> CloudSettings<'a> {
     /// Whether any row counts devices of `resource`: without one the per-GPU setting is the
-    /// cluster's one count, as in the chart.
+    /// cluster's one count, as in the chart. A settings row counts where it gives
+    /// `devicesPerNode`; one that sets only env or keys does not.
     pub fn counts(&self, resource: Option<&str>) -> bool {
+        use crate::json::lenient::members;
+        let counted = |row: &RawValue| {
+            members(row)
+                .get(DEVICES_PER_NODE)
+                .is_some_and(|d| d.get() != "null")
+        };
         let settings = self
             .instance_types
-            .is_some_and(|t| !crate::json::lenient::members(t).0.is_empty());
+            .is_some_and(|t| members(t).0.iter().any(|(_, row)| counted(row)));
         let built_in = resource == self.cloud.plugin
             && self.cloud.machines.iter().any(|m| m.devices.is_some());
         settings || built_in
