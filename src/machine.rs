@@ -95,7 +95,13 @@ struct Candidates<'a> {
 }
 
 fn candidates<'a>(cloud: &Cloud, spec: &Object<'_>) -> Candidates<'a> {
-    let (types, mut source) = labelled(spec, &INSTANCE_TYPE_LABELS);
+    // The instance type first, then the labels by which the cloud's rows may name a machine.
+    let labels: Vec<&'static str> = INSTANCE_TYPE_LABELS
+        .iter()
+        .chain(cloud.machine_labels)
+        .copied()
+        .collect();
+    let (types, mut source) = labelled(spec, &labels);
     let mut types: Vec<Cow<'a, str>> = types
         .into_iter()
         .map(|name| Cow::Owned(name.into_owned()))

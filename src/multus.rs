@@ -1,4 +1,5 @@
-//! The Multus `k8s.v1.cni.cncf.io/networks` annotation: one attachment per SR-IOV device.
+//! The Multus `k8s.v1.cni.cncf.io/networks` annotation: one attachment per SR-IOV device, per
+//! rail device, or once per pod.
 //!
 //! The user's own value is kept as written (their other networks included) and only the missing
 //! attachments of our network are appended, in whichever of Multus's two forms the value uses.
@@ -6,34 +7,46 @@
 use crate::json::lenient::Members;
 
 use crate::error::{Error, MAX_NETWORKS};
-use crate::json::write::{push_escaped, render_string};
+use crate::json::write::render_string;
 use crate::profile::Network;
 
 pub const ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
-/// The annotation's new value when attachments are missing, as the JSON text of that string
-/// (written escaped: 64 attachments are 1.7 KB); `None` when it already has enough. `resource`
-/// is the device the attachments are counted for, named in the rejection.
+/// One network the pod is attached to `wanted` times, for the devices of `resource` (named in the
+/// rejection; empty for a network listed once per pod).
+#[derive(Debug, Clone, Copy)]
+pub struct Attachment<'n> {
+    pub network: &'n Network<'n>,
+    pub resource: &'n str,
+    pub wanted: u64,
+}
+
+/// The annotation's new value when attachments are missing, as the JSON text of that string;
+/// `None` when it already has enough of each. Each attachment extends what the ones before it
+/// made, so that the pod's own networks come first and ours follow in the order given.
 pub fn annotation(
     existing: Option<&str>,
-    network: &Network<'_>,
-    resource: &str,
-    wanted: u64,
+    attachments: &[Attachment<'_>],
 ) -> Result<Option<String>, Error> {
-    if wanted > MAX_NETWORKS {
-        return Err(Error::TooManyNetworks {
-            network: network.qualified().to_string(),
-            resource: resource.to_string(),
-            wanted,
-        });
+    let mut value: Option<String> = None;
+    for attachment in attachments {
+        if attachment.wanted > MAX_NETWORKS {
+            return Err(Error::TooManyNetworks {
+                network: attachment.network.qualified().to_string(),
+                resource: attachment.resource.to_string(),
+                wanted: attachment.wanted,
+            });
+        }
+        let current = value.as_deref().or(existing).unwrap_or("");
+        let (network, wanted) = (attachment.network, attachment.wanted);
+        let merged = if current.trim().starts_with('[') {
+            merge_json(current, network, wanted)?
+        } else {
+            merge_short(current, network, wanted)
+        };
+        value = merged.or(value);
     }
-    let existing = existing.unwrap_or("");
-    let trimmed = existing.trim();
-    if trimmed.starts_with('[') {
-        merge_json(existing, network, wanted)
-    } else {
-        Ok(merge_short(existing, network, wanted))
-    }
+    Ok(value.map(|value| render_string(&value)))
 }
 
 /// `ns/name,ns/name@eth1`: entries are compared without the interface suffix.
@@ -53,27 +66,22 @@ fn merge_short(existing: &str, network: &Network<'_>, wanted: u64) -> Option<Str
         true => "",
         false => existing,
     };
-    Some(escaped(head, !head.is_empty(), ours, missing, ""))
+    Some(repeated(head, !head.is_empty(), ours, missing, ""))
 }
 
-/// The JSON text of the string `head`, then `missing` times `entry` (each after a comma where
-/// `comma` or it is not the first), then `tail`: `entry` escaped once, however often it is
-/// repeated.
-fn escaped(head: &str, comma: bool, entry: &str, missing: u64, tail: &str) -> String {
-    let mut once = String::with_capacity(entry.len() + 8);
-    push_escaped(&mut once, entry);
+/// `head`, then `missing` times `entry` (each after a comma where `comma` or it is not the
+/// first), then `tail`.
+fn repeated(head: &str, comma: bool, entry: &str, missing: u64, tail: &str) -> String {
     let repeats = usize::try_from(missing).unwrap_or(0);
-    let mut value = String::with_capacity(head.len() + 4 + repeats * (once.len() + 1));
-    value.push('"');
-    push_escaped(&mut value, head);
+    let mut value = String::with_capacity(head.len() + tail.len() + repeats * (entry.len() + 1));
+    value.push_str(head);
     for at in 0..missing {
         if at > 0 || comma {
             value.push(',');
         }
-        value.push_str(&once);
+        value.push_str(entry);
     }
-    push_escaped(&mut value, tail);
-    value.push('"');
+    value.push_str(tail);
     value
 }
 
@@ -111,7 +119,7 @@ fn merge_json(existing: &str, network: &Network<'_>, wanted: u64) -> Result<Opti
         ),
         None => format!(r#"{{"name":{}}}"#, render_string(name)),
     };
-    Ok(Some(escaped(
+    Ok(Some(repeated(
         head,
         !entries.is_empty(),
         &entry,
@@ -138,7 +146,12 @@ mod tests {
         resource: &str,
         wanted: u64,
     ) -> Result<Option<String>, Error> {
-        let text = annotation(existing, network, resource, wanted)?;
+        let attachment = Attachment {
+            network,
+            resource,
+            wanted,
+        };
+        let text = annotation(existing, &[attachment])?;
         Ok(text.map(|text| serde_json::from_str(&text).expect("a JSON string")))
     }
 

@@ -75,6 +75,16 @@ pub const NETWORK: ObjectKind = ObjectKind {
     ),
 };
 
+/// A Multus network of the `rdma` block (behaviour.md §3.9): the Network Operator writes one for
+/// each of its network resources, in their `networkNamespace`.
+pub const ATTACHMENT: ObjectKind = ObjectKind {
+    creates: (
+        "create it (the NVIDIA network operator writes one for each SriovNetwork, SriovIBNetwork, HostDeviceNetwork, MacvlanNetwork or IPoIBNetwork, in its networkNamespace), or name in the rdma block one that kubectl get network-attachment-definitions -A lists",
+        "",
+    ),
+    ..NETWORK
+};
+
 /// The `ResourceClaimTemplate` of a `deviceClaim` (behaviour.md §3.8): `deploy/` ships those the
 /// vendor files name, to be applied in every namespace that runs jobs.
 pub const CLAIM_TEMPLATE: ObjectKind = ObjectKind {
@@ -109,13 +119,15 @@ impl Reference<'_> {
 }
 
 /// The objects `profile` makes a pod refer to: the ConfigMap volumes among `volumes` (those the
-/// pod now has as the policy's), the Multus network when the pod lists it (`devices` > 0, no DRA
-/// claim in its place), and the template of the fabric's claim (`claim_template`, when the pod's
+/// pod now has as the policy's), the Multus networks the pod lists (the fabric's where it has
+/// `devices` > 0 and no DRA claim in their place, each rail's where it has that rail's devices,
+/// the fixed ones), and the template of the fabric's claim (`claim_template`, when the pod's
 /// claim is made from it). A new kind of reference is one more line here and a row of [`KINDS`].
 pub fn references<'a>(
     profile: &Profile<'a>,
+    networks: &'static ObjectKind,
     volumes: &[&str],
-    devices: u64,
+    devices: (u64, &[u64]),
     claim_template: Option<String>,
 ) -> Vec<Reference<'a>> {
     let mut found = Vec::new();
@@ -127,12 +139,23 @@ pub fn references<'a>(
             });
         }
     }
-    let listed = devices > 0 && claim_template.is_none();
-    if let Some(network) = profile.network.as_ref().filter(|_| listed) {
-        found.push(Reference {
-            kind: &NETWORK,
+    let listed = devices.0 > 0 && claim_template.is_none();
+    let fabric = profile.network.iter().filter(|_| listed);
+    let rails = profile
+        .rails
+        .iter()
+        .zip(devices.1)
+        .filter(|(_, n)| **n > 0)
+        .map(|(rail, _)| &rail.network);
+    for network in fabric.chain(rails).chain(&profile.networks) {
+        let reference = Reference {
+            kind: networks,
             object: network.0.clone(),
-        });
+        };
+        // One look per object, however many of its attachments the pod lists.
+        if !found.contains(&reference) {
+            found.push(reference);
+        }
     }
     if let Some(template) = claim_template {
         found.push(Reference {

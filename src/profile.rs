@@ -34,6 +34,11 @@ pub struct Profile<'a> {
     pub interfaces: Option<Interfaces<'a>>,
     /// A Multus network listed once per device of the whole pod.
     pub network: Option<Network<'a>>,
+    /// Device resources of their own, one per rail of a multi-rail fabric, each with its network
+    /// (behaviour.md §3.9).
+    pub rails: Vec<Rail<'a>>,
+    /// Multus networks listed once per pod, whatever its devices.
+    pub networks: Vec<Network<'a>>,
     /// The fabric needs the whole node: pods with fewer GPUs are warned about.
     pub whole_node: Option<WholeNode>,
     /// The fabric's devices through a DRA claim instead of `device`, `interfaces` and `network`
@@ -403,6 +408,22 @@ fn version(tag: &str) -> Option<[u64; 3]> {
     });
     let version = [numbers.next()??, numbers.next()??, numbers.next()??];
     numbers.next().is_none().then_some(version)
+}
+
+/// One rail of a multi-rail fabric: a device resource of its own, of which every GPU container
+/// gets one, and the network each of its devices is attached to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rail<'a> {
+    pub resource: Cow<'a, str>,
+    pub network: Network<'a>,
+}
+
+/// A directory of the node mounted read-only into every GPU container: files the node's vendor
+/// puts there (an NCCL topology file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostDirectory<'a> {
+    pub host: Cow<'a, str>,
+    pub mount: Cow<'a, str>,
 }
 
 /// A Multus network attachment: `namespace/name`, or `name` for the pod's own namespace.

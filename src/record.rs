@@ -25,6 +25,8 @@ pub struct Record<'r> {
     pub cloud: &'r str,
     pub fabric: &'r str,
     pub device: Option<&'r str>,
+    /// The rails' resources, in order (behaviour.md §3.9); written only where there are some.
+    pub rails: Vec<&'r str>,
     pub machine: Option<(&'r str, LabelSource)>,
     pub containers: &'r [Wired],
 }
@@ -66,6 +68,16 @@ impl Record<'_> {
                 Some(value) => text.string(value),
                 None => text.raw("null"),
             }
+        }
+        if !self.rails.is_empty() {
+            text.raw(r#","rails":["#);
+            for (at, rail) in self.rails.iter().enumerate() {
+                if at > 0 {
+                    text.raw(",");
+                }
+                text.string(rail);
+            }
+            text.raw("]");
         }
         match self.machine {
             Some((name, from)) => {
@@ -159,6 +171,7 @@ mod tests {
             cloud: "aws",
             fabric: "efa",
             device: Some("vpc.amazonaws.com/efa"),
+            rails: Vec::new(),
             machine: Some(("p5.48xlarge", from)),
             containers: &containers,
         };
@@ -176,6 +189,7 @@ mod tests {
             cloud: "gcp",
             fabric: "tcpxo",
             device: None,
+            rails: Vec::new(),
             machine: None,
             containers: &[Wired {
                 name: "t".into(),
@@ -192,11 +206,34 @@ mod tests {
             r#"{"policy":"0.1.0","cloud":"gcp","fabric":"tcpxo","device":null,"machine":null,"containers":{"t":{}}}"#
         );
 
+        // Rails stand in the device's place, listed after it.
+        let rails = Record {
+            cloud: "rdma",
+            fabric: "rdma",
+            device: None,
+            rails: vec!["nvidia.com/rail0", "nvidia.com/rail1"],
+            machine: None,
+            containers: &[Wired {
+                name: "t".into(),
+                devices: None,
+                claim: None,
+            }],
+        };
+        assert_eq!(
+            rails.annotation(),
+            serde_json::to_string(&rails.json()).unwrap()
+        );
+        assert_eq!(
+            rails.json(),
+            r#"{"policy":"0.1.0","cloud":"rdma","fabric":"rdma","device":null,"rails":["nvidia.com/rail0","nvidia.com/rail1"],"machine":null,"containers":{"t":{}}}"#
+        );
+
         // A DRA claim stands for the devices: the container's entry names it instead.
         let claimed = Record {
             cloud: "aws",
             fabric: "efa",
             device: Some("vpc.amazonaws.com/efa"),
+            rails: Vec::new(),
             machine: None,
             containers: &[Wired {
                 name: "t".into(),

@@ -15,12 +15,16 @@ use crate::Response;
 /// The audit annotation's key.
 pub const AUDIT_KEY: &str = "injected";
 use fixtures::RECORD_KEYS as KEYS;
-const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
-const MACHINE_LABELS: [&str; 3] = [
+const CLOUDS: [&str; 5] = ["aws", "azure", "gcp", "oci", "rdma"];
+const MACHINE_LABELS: [&str; 5] = [
     "node.kubernetes.io/instance-type",
     "beta.kubernetes.io/instance-type",
     "cloud.google.com/gke-accelerator",
+    "nvidia.com/gpu.machine",
+    "node.coreweave.cloud/type",
 ];
+/// The key a record has besides [`KEYS`] where the injection has rails, after `device`.
+const RAILS: &str = "rails";
 
 /// The record's key under `settings`; `None` where `recordAnnotation: ""` turns it off.
 pub fn key(settings: &Value) -> Option<String> {
@@ -111,9 +115,20 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
     let object = record.as_object().context("the record is not an object")?;
     let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
     keys.sort_unstable();
-    let mut want = KEYS.to_vec();
+    let mut order = KEYS.to_vec();
+    if object.contains_key(RAILS) {
+        let after_device = order
+            .iter()
+            .position(|k| *k == "device")
+            .map_or(0, |at| at + 1);
+        order.insert(after_device, RAILS);
+    }
+    let mut want = order.clone();
     want.sort_unstable();
-    ensure!(keys == want, "the record's keys are {keys:?}, not {KEYS:?}");
+    ensure!(
+        keys == want,
+        "the record's keys are {keys:?}, not {order:?}"
+    );
     // Compact: re-serialised (only the order of keys may differ) it is as long; in order: each
     // top-level key after the one before (the values hold no `,"key":` of their own here).
     ensure!(
@@ -121,7 +136,7 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
         "the record {text} is not compact JSON"
     );
     let mut at = 0;
-    for key in KEYS {
+    for key in order {
         let found = text[at..]
             .find(&format!("\"{key}\":"))
             .with_context(|| format!("{key} is out of order in {text}"))?;
@@ -153,7 +168,7 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
         .as_str()
         .context("fabric is not a string")?;
     match (*cloud, fabric) {
-        ("aws", "efa") | ("azure", "infiniband") | ("oci", "sriov") => {}
+        ("aws", "efa") | ("azure", "infiniband") | ("oci", "sriov") | ("rdma", "rdma") => {}
         ("gcp", "tcpxo" | "tcpx" | "rdma") => {
             let daemon = match fabric {
                 "rdma" => None,
@@ -170,8 +185,19 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
     }
     let device = match (&record["device"], *cloud) {
         (Value::Null, "gcp") => None,
-        (Value::String(device), "aws" | "azure" | "oci") => Some(device.as_str()),
+        (Value::String(device), "aws" | "azure" | "oci" | "rdma") => Some(device.as_str()),
+        // A fabric without a device resource, or with rails instead (behaviour.md §3.9).
+        (Value::Null, "rdma") => None,
         (other, _) => bail!("device {other} on {cloud}"),
+    };
+    // Rails stand in the device's place: each wired container requests every one.
+    let rails: Vec<&str> = match record.get(RAILS) {
+        None => Vec::new(),
+        Some(Value::Array(list)) if !list.is_empty() && device.is_none() => list
+            .iter()
+            .map(|rail| rail.as_str().context("a rail is not a string"))
+            .collect::<Result<_>>()?,
+        Some(other) => bail!("rails {other} beside device {}", record["device"]),
     };
     check_machine(&record["machine"], &expected["spec"])?;
 
@@ -204,6 +230,12 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
                 "the record gives {name} {entry}, a claim the expected pod's container does not name"
             );
             continue;
+        }
+        for rail in &rails {
+            ensure!(
+                quantity(&container["resources"]["requests"][*rail]).is_some(),
+                "the record gives {name} the rail {rail}, which the expected pod's container does not request"
+            );
         }
         let want = match device {
             Some(device) => {

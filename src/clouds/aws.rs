@@ -17,6 +17,9 @@ pub const AWS: Cloud = Cloud {
     machines: MACHINES,
     accelerators: &[],
     writes: &[],
+    machine_labels: &[],
+    node_counts: false,
+    networks: &super::NETWORK,
 };
 
 static EFA_FABRIC: Fabric = Fabric {

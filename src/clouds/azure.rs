@@ -16,6 +16,9 @@ pub const AZURE: Cloud = Cloud {
     machines: MACHINES,
     accelerators: &[],
     writes: &[],
+    machine_labels: &[],
+    node_counts: false,
+    networks: &super::NETWORK,
 };
 
 static INFINIBAND: Fabric = Fabric {

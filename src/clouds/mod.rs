@@ -8,16 +8,19 @@ mod aws;
 mod azure;
 mod gcp;
 mod oci;
+mod rdma;
 
 use std::borrow::Cow;
 
+use crate::preflight::{NETWORK, ObjectKind};
 use crate::profile::{
-    DeviceClaim, DeviceCount, EnvVar, Mount, Profile, Source, Volume, mount, var,
+    DeviceClaim, DeviceCount, EnvVar, HostDirectory, Mount, Network, Profile, Rail, Source, Volume,
+    mount, var,
 };
 use crate::ratio::Ratio;
 
 /// Every cloud the policy knows, in the order messages list them.
-pub const ALL: [&Cloud; 4] = [&aws::AWS, &azure::AZURE, &gcp::GCP, &oci::OCI];
+pub const ALL: [&Cloud; 5] = [&aws::AWS, &azure::AZURE, &gcp::GCP, &oci::OCI, &rdma::RDMA];
 
 /// One cloud: everything the rest of the policy needs to know about it.
 #[derive(Debug)]
@@ -38,6 +41,14 @@ pub struct Cloud {
     /// The pod annotations its injection writes; a key ending in `/` stands for every key under
     /// that prefix. The record may not be written under any of them.
     pub writes: &'static [&'static str],
+    /// Node labels besides the instance type's that name a machine: the keys of its instance
+    /// rows may be their values, as a pod's spec selects them.
+    pub machine_labels: &'static [&'static str],
+    /// The cloud's block may give the node's counts (`devicesPerNode` with `gpusPerNode`), as a
+    /// row does, for every node: a cluster of one kind of machine.
+    pub node_counts: bool,
+    /// What its Multus networks are, for the preflight's message when one is missing.
+    pub networks: &'static ObjectKind,
 }
 
 /// One fabric of a cloud: its settings keys and its injection.
@@ -284,6 +295,26 @@ pub enum Kind {
     },
     /// `{template, name}`: the fabric's devices through a DRA claim.
     Claim,
+    /// A Multus network: `name`, `namespace/name`, or `{name, namespace}` as Multus's JSON form
+    /// writes it.
+    Network {
+        set: for<'a> fn(&mut Profile<'a>, Network<'a>),
+    },
+    /// A list of from `len.0` to `len.1` networks, each as [`Kind::Network`] reads it.
+    Networks {
+        len: (usize, usize),
+        set: for<'a> fn(&mut Profile<'a>, Vec<Network<'a>>),
+    },
+    /// A list of from `len.0` to `len.1` rails, `{resourceName, network}`.
+    Rails {
+        len: (usize, usize),
+        set: for<'a> fn(&mut Profile<'a>, Vec<Rail<'a>>),
+    },
+    /// A list of from `len.0` to `len.1` host directories, `{hostPath, mountPath}`.
+    Directories {
+        len: (usize, usize),
+        set: for<'a> fn(&mut Profile<'a>, Vec<HostDirectory<'a>>),
+    },
 }
 
 /// A key's value, read and checked by its [`Kind`].
@@ -296,6 +327,10 @@ pub enum Param<'a> {
     Switch(bool),
     Texts(Vec<Cow<'a, str>>),
     Claim(DeviceClaim<'a>),
+    Network(Network<'a>),
+    Networks(Vec<Network<'a>>),
+    Rails(Vec<Rail<'a>>),
+    Directories(Vec<HostDirectory<'a>>),
 }
 
 impl Key {
@@ -310,6 +345,10 @@ impl Key {
             (Kind::Switch { set }, Param::Switch(on)) => set(profile, on),
             (Kind::Texts { set, .. }, Param::Texts(texts)) => set(profile, texts),
             (Kind::Claim, Param::Claim(claim)) => profile.claim = Some(claim),
+            (Kind::Network { set }, Param::Network(network)) => set(profile, network),
+            (Kind::Networks { set, .. }, Param::Networks(networks)) => set(profile, networks),
+            (Kind::Rails { set, .. }, Param::Rails(rails)) => set(profile, rails),
+            (Kind::Directories { set, .. }, Param::Directories(dirs)) => set(profile, dirs),
             // The settings' reader reads a value by the key's kind, and a test gives every key
             // of the tables a value of its kind: no other pair is made.
             (kind, param) => debug_assert!(false, "{}: {param:?} for {kind:?}", self.name),
@@ -343,6 +382,8 @@ fn empty() -> Profile<'static> {
         annotations: Vec::new(),
         interfaces: None,
         network: None,
+        rails: Vec::new(),
+        networks: Vec::new(),
         whole_node: None,
         claim: None,
     }
@@ -705,6 +746,12 @@ mod tests {
                     Kind::Texts { len, .. } => json!(vec!["vpc1"; len.map_or(1, |(min, _)| min)]),
                     Kind::Claim => json!({"template": "nics-{count}"}),
                     Kind::Switch { .. } => json!(true),
+                    Kind::Network { .. } => json!({"name": "rail0", "namespace": "net"}),
+                    Kind::Networks { .. } => json!(["net/a", {"name": "b"}]),
+                    Kind::Rails { .. } => {
+                        json!([{"resourceName": "nvidia.com/rail0", "network": "rail0"}])
+                    }
+                    Kind::Directories { .. } => json!([{"hostPath": "/etc/t", "mountPath": "/t"}]),
                 };
                 let settings = match fabric.block {
                     None => json!({cloud.name: {"enabled": true, key.name: value}}),

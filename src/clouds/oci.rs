@@ -16,6 +16,9 @@ pub const OCI: Cloud = Cloud {
     machines: MACHINES,
     accelerators: &[],
     writes: &[crate::multus::ANNOTATION],
+    machine_labels: &[],
+    node_counts: false,
+    networks: &super::NETWORK,
 };
 
 static SRIOV: Fabric = Fabric {

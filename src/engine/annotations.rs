@@ -1,6 +1,7 @@
 //! The profile's pod annotations (behaviour.md §3, §4): its own set where absent, GKE's
-//! multi-network list of the fabric's NICs, and the Multus network listed once per device of the
-//! pod, extending a list the pod has in the form it has. The record is written apart, last
+//! multi-network list of the fabric's NICs, and the Multus networks (the fabric's once per device
+//! of the pod, a rail's once per device of the rail, the fixed ones once), extending a list the
+//! pod has in the form it has. The record is written apart, last
 //! ([`super::record`]).
 
 use std::borrow::Cow;
@@ -9,22 +10,33 @@ use crate::error::{Error, malformed};
 use crate::json::JsonType;
 use crate::json::object::{Node, Object};
 use crate::merge::{object_entry, set_if_absent, text};
-use crate::multus;
+use crate::multus::{self, Attachment};
 use crate::profile::Profile;
 
-/// Sets the profile's pod annotations where absent, and lists the Multus network once per device
-/// of the pod (`devices`); the NICs' annotations not where a DRA claim stands for them
-/// (`claimed`).
+/// The pod's devices that the annotations count: the node's NICs (GKE's interfaces), the
+/// fabric's device, each rail's.
+pub(super) struct Devices<'w> {
+    pub(super) nics: Option<u64>,
+    pub(super) device: u64,
+    pub(super) rails: &'w [u64],
+}
+
+/// Sets the profile's pod annotations where absent, and lists the Multus networks: the fabric's
+/// once per device of the pod, each rail's once per device of that rail, the fixed ones once; the
+/// NICs' annotations not where a DRA claim stands for them (`claimed`).
 pub(super) fn annotate(
     pod: &mut Object<'_>,
     profile: &Profile<'_>,
-    nics: Option<u64>,
-    devices: u64,
+    devices: &Devices<'_>,
     claimed: bool,
 ) -> Result<bool, Error> {
     let interfaces = profile.interfaces.as_ref().filter(|_| !claimed);
-    let network = profile.network.as_ref().filter(|_| !claimed);
-    if profile.annotations.is_empty() && interfaces.is_none() && network.is_none() {
+    let attachments = if claimed {
+        Vec::new()
+    } else {
+        attachments(profile, devices)
+    };
+    if profile.annotations.is_empty() && interfaces.is_none() && attachments.is_empty() {
         return Ok(false);
     }
     let metadata = object_entry(pod, "metadata")?;
@@ -35,12 +47,12 @@ pub(super) fn annotate(
     }
     if let Some(interfaces) = interfaces {
         changed |= set_if_absent(annotations, interfaces.key, || {
-            interfaces.annotation(nics).into()
+            interfaces.annotation(devices.nics).into()
         });
     }
-    let Some(network) = network else {
+    if attachments.is_empty() {
         return Ok(changed);
-    };
+    }
     let existing = match annotations.get(multus::ANNOTATION) {
         None => None,
         Some(node) if node.is_null() => None,
@@ -51,10 +63,34 @@ pub(super) fn annotate(
             )
         })?),
     };
-    let resource = profile.device.as_ref().map_or("", |d| &d.resource);
-    if let Some(value) = multus::annotation(existing.as_deref(), network, resource, devices)? {
+    if let Some(value) = multus::annotation(existing.as_deref(), &attachments)? {
         annotations.insert(multus::ANNOTATION, Node::New(value.into()));
         changed = true;
     }
     Ok(changed)
+}
+
+/// The Multus attachments the profile gives a pod of `devices`, in the annotation's order.
+fn attachments<'p>(profile: &'p Profile<'_>, devices: &Devices<'_>) -> Vec<Attachment<'p>> {
+    let device = profile.device.as_ref().map_or("", |d| &d.resource);
+    let fabric = profile.network.iter().map(|network| Attachment {
+        network,
+        resource: device,
+        wanted: devices.device,
+    });
+    let rails = profile
+        .rails
+        .iter()
+        .zip(devices.rails)
+        .map(|(rail, n)| Attachment {
+            network: &rail.network,
+            resource: &rail.resource,
+            wanted: *n,
+        });
+    let fixed = profile.networks.iter().map(|network| Attachment {
+        network,
+        resource: "",
+        wanted: 1,
+    });
+    fabric.chain(rails).chain(fixed).collect()
 }

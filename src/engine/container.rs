@@ -15,7 +15,7 @@ use crate::merge::{
     Read, add_capabilities, add_env, add_mounts, added_capabilities, expect_read, json_text,
     object, object_entry, same_capability, set_if_absent, text,
 };
-use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile};
+use crate::profile::{DeviceCount, EnvVar, Mount, Profile};
 use crate::quantity::{self, Problem};
 
 /// The profile's per-container additions, with their JSON text.
@@ -41,6 +41,8 @@ pub(super) struct ContainerDone {
     pub(super) shadowed: Vec<(String, &'static str, String)>,
     /// It requests the device its claim stands for.
     pub(super) twice: bool,
+    /// Its count of each of the profile's rails, in their order.
+    pub(super) rails: Vec<u64>,
 }
 
 /// A container that requests a whole number of GPUs above zero.
@@ -167,15 +169,24 @@ pub(super) fn inject_container(
     let mut twice = false;
     match (&profile.device, additions.count) {
         (Some(device), Some(count)) if additions.claimed => {
-            devices = device_count(name, gpus, device, count)?;
+            devices = device_count(name, gpus, &device.resource, count)?;
             twice = requested(container, &device.resource)?.is_some();
         }
         (Some(device), Some(count)) => {
-            let (device_changed, n) = ensure_device(container, name, gpus, device, count)?;
+            let (device_changed, n) =
+                ensure_device(container, name, gpus, &device.resource, count)?;
             changed |= device_changed;
             devices = n;
         }
         _ => {}
+    }
+    // One of each rail's device, or the user's count of it.
+    let mut rails = Vec::with_capacity(profile.rails.len());
+    for rail in &profile.rails {
+        let one = DeviceCount::PerContainer(1);
+        let (rail_changed, n) = ensure_device(container, name, gpus, &rail.resource, one)?;
+        changed |= rail_changed;
+        rails.push(n);
     }
     if let Some(cpu) = &profile.default_cpu_request {
         changed |= default_cpu(container, cpu)?;
@@ -198,6 +209,7 @@ pub(super) fn inject_container(
         mounted: mounts.volumes,
         shadowed,
         twice,
+        rails,
     })
 }
 
@@ -208,10 +220,9 @@ pub(super) fn ensure_device(
     container: &mut Object<'_>,
     name: &str,
     gpus: u64,
-    device: &Device<'_>,
+    resource: &str,
     count: DeviceCount,
 ) -> Result<(bool, u64), Error> {
-    let resource = device.resource.as_ref();
     let (value, count, changed) = match requested(container, resource)? {
         Some(users) => (
             users.to_string(),
@@ -221,7 +232,7 @@ pub(super) fn ensure_device(
             false,
         ),
         None => {
-            let count = device_count(name, gpus, device, count)?;
+            let count = device_count(name, gpus, resource, count)?;
             if count == 0 {
                 return Ok((false, 0));
             }
@@ -238,17 +249,12 @@ pub(super) fn ensure_device(
 }
 
 /// The devices `count` gives a container of `gpus` GPUs.
-fn device_count(
-    name: &str,
-    gpus: u64,
-    device: &Device<'_>,
-    count: DeviceCount,
-) -> Result<u64, Error> {
+fn device_count(name: &str, gpus: u64, resource: &str, count: DeviceCount) -> Result<u64, Error> {
     match count {
         DeviceCount::PerContainer(n) => Ok(n),
         DeviceCount::PerGpu(per_gpu) => per_gpu.devices_for(gpus).ok_or_else(|| Error::Overflow {
             container: name.to_string(),
-            resource: device.resource.to_string(),
+            resource: resource.to_string(),
             gpus,
             per_gpu,
         }),

@@ -90,8 +90,9 @@ pub fn inject<'a>(pod: &mut Object<'_>, config: &Config<'a>) -> Result<Outcome<'
     let record = record::write(pod, config, &facts, &wiring)?;
     let references = preflight::references(
         &facts.profile,
+        config.cloud.cloud.networks,
         &wiring.present,
-        wiring.devices,
+        (wiring.devices, &wiring.rails),
         wiring.claim_template,
     );
     Ok(Outcome {

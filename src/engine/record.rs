@@ -25,6 +25,12 @@ pub(super) fn write(
         cloud: config.cloud.cloud.name,
         fabric: facts.fabric.name,
         device: facts.profile.device.as_ref().map(|d| d.resource.as_ref()),
+        rails: facts
+            .profile
+            .rails
+            .iter()
+            .map(|r| r.resource.as_ref())
+            .collect(),
         machine: facts
             .node
             .named

@@ -12,7 +12,7 @@ use crate::machine;
 use crate::merge::{Read, expect_read, object_mut};
 use crate::record::Wired;
 
-use super::annotations::annotate;
+use super::annotations::{Devices, annotate};
 use super::claim::Claim;
 use super::container::{Additions, GpuContainer, container_name, inject_container};
 use super::read::Reading;
@@ -23,6 +23,8 @@ pub(super) struct Wiring<'p> {
     pub(super) changed: bool,
     /// The fabric's devices of every GPU container, summed: the users' counts where they set one.
     pub(super) devices: u64,
+    /// The devices of each of the profile's rails, summed likewise.
+    pub(super) rails: Vec<u64>,
     /// Each GPU container, in the pod's order, as the record names it.
     pub(super) containers: Vec<Wired>,
     /// Those of `containers` (their indexes) that request the device the pod's claim stands for.
@@ -62,7 +64,12 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wi
     wiring.changed |= added;
     wiring.present = present;
     let claimed = wiring.claim.is_some();
-    wiring.changed |= annotate(pod, profile, facts.node.nics, wiring.devices, claimed)?;
+    let devices = Devices {
+        nics: facts.node.nics,
+        device: wiring.devices,
+        rails: &wiring.rails,
+    };
+    wiring.changed |= annotate(pod, profile, &devices, claimed)?;
     Ok(wiring)
 }
 
@@ -90,6 +97,7 @@ fn each_gpu_container<'p>(
     let mut wiring = Wiring {
         changed: false,
         devices: 0,
+        rails: vec![0; profile.rails.len()],
         containers: Vec::with_capacity(facts.gpu_containers.len()),
         twice: Vec::new(),
         shadowed: Vec::new(),
@@ -117,6 +125,9 @@ fn each_gpu_container<'p>(
             wiring.twice.push(wiring.containers.len());
         }
         wiring.devices = wiring.devices.saturating_add(done.devices);
+        for (sum, n) in wiring.rails.iter_mut().zip(&done.rails) {
+            *sum = sum.saturating_add(*n);
+        }
         wiring.mounted.extend(done.mounted);
         wiring
             .shadowed

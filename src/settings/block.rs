@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use super::reader::{Reader, show};
 use super::{INSTANCE_TYPES, MAX_PER_GPU, Rows, UserRow};
-use crate::clouds::{Cloud, DEVICE_CLAIM_KEY, Fabric};
+use crate::clouds::{Cloud, DEVICE_CLAIM_KEY, Fabric, Param};
 use crate::error::Path;
 use crate::json::JsonType;
 use crate::json::lenient::read;
@@ -16,6 +16,7 @@ use crate::json::tape::{Tape, Value};
 use crate::k8s_names::{is_capability, is_qualified_name_part};
 use crate::layers::{Overlay, Set};
 use crate::merge::same_capability;
+use crate::ratio::Ratio;
 
 const ENABLED: &str = "enabled";
 const FABRIC: &str = "fabric";
@@ -46,6 +47,9 @@ impl Reader {
             allowed.push(FABRIC);
         }
         allowed.extend(cloud.own_keys().iter().map(|k| k.name));
+        if place == Place::Cloud && cloud.node_counts {
+            allowed.extend([DEVICES_PER_NODE, GPUS_PER_NODE]);
+        }
         allowed.extend(cloud.fabrics.iter().filter_map(|f| f.block.or(f.env_block)));
         allowed.extend([ENV, CAPABILITIES, PIN_TRANSPORT]);
         if place == Place::Cloud {
@@ -87,6 +91,9 @@ impl Reader {
         for fabric in cloud.fabrics.iter().copied() {
             if fabric.block.is_none() {
                 self.keys(fabric, path, block, &mut overlay.set);
+                if place == Place::Cloud && cloud.node_counts {
+                    self.node_counts(fabric, path, block, &mut overlay.set);
+                }
             }
             // The fabric's own block: its keys where they are not the cloud block's, and its env.
             let Some(name) = fabric.block.or(fabric.env_block) else {
@@ -174,6 +181,66 @@ impl Reader {
                     Path::Key(path, b)
                 ));
             }
+        }
+    }
+
+    /// A block's `devicesPerNode` with `gpusPerNode`: every node's devices shared by its GPUs, as
+    /// a row gives them for its machine, set as the per-GPU count they make.
+    fn node_counts<'a>(
+        &mut self,
+        fabric: &'static Fabric,
+        path: &Path<'_>,
+        block: Value<'_, 'a>,
+        set: &mut Vec<Set<'a>>,
+    ) {
+        let mut count = |key: &str, min: u64, max: u64| {
+            let raw = block.get(key).filter(|raw| !raw.is_null())?;
+            self.whole(&Path::Key(path, key), raw, min, max)
+        };
+        let devices = count(DEVICES_PER_NODE, 1, MAX_DEVICES_PER_NODE);
+        let gpus = count(GPUS_PER_NODE, 1, MAX_PER_GPU);
+        let given = |key| block.get(key).is_some_and(|v| !v.is_null());
+        let (beside, missing) = match (given(DEVICES_PER_NODE), given(GPUS_PER_NODE)) {
+            (true, false) => (DEVICES_PER_NODE, GPUS_PER_NODE),
+            (false, true) => (GPUS_PER_NODE, DEVICES_PER_NODE),
+            (false, false) => return,
+            (true, true) => ("", ""),
+        };
+        if !missing.is_empty() {
+            let what = if missing == GPUS_PER_NODE {
+                "GPUs"
+            } else {
+                "devices"
+            };
+            self.errors.push(format!(
+                "{}: missing; set the node's {what} beside {beside}",
+                Path::Key(path, missing)
+            ));
+            return;
+        }
+        let per_gpu = fabric
+            .keys
+            .iter()
+            .find(|k| matches!(k.kind, crate::clouds::Kind::PerGpu { .. }));
+        for other in set.iter().filter(|s| s.fabric == fabric) {
+            if matches!(
+                other.param,
+                Param::PerGpu(_) | Param::Whole(_) | Param::Rails(_)
+            ) {
+                self.errors.push(format!(
+                    "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
+                    Path::Key(path, DEVICES_PER_NODE),
+                    Path::Key(path, other.key.name)
+                ));
+                return;
+            }
+        }
+        let (Some(devices), Some(gpus), Some(key)) = (devices, gpus, per_gpu) else {
+            return;
+        };
+        if let Some(ratio) = Ratio::new(devices, gpus) {
+            let param = Param::PerGpu(ratio);
+            set.push(Set { fabric, key, param });
         }
     }
 

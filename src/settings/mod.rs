@@ -10,6 +10,7 @@
 //! [`common`] the keys every request reads, [`block`] a cloud's block and its rows, read into the
 //! overlays of [`crate::layers`], and [`rows`] a type's row laid over its built-in one.
 
+mod attachments;
 mod block;
 mod common;
 mod reader;

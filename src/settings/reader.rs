@@ -16,6 +16,7 @@ use crate::profile::{DeviceClaim, EnvChange, with_count};
 use crate::ratio::{MAX_DECIMALS, Ratio};
 
 use super::MAX_PER_GPU;
+use super::attachments::{DIRECTORY, NETWORK, RAIL};
 
 /// A value as it appears in a message: short, and typed, so `"4"` and `4` read differently.
 pub(super) fn show(value: Value<'_, '_>) -> String {
@@ -117,6 +118,17 @@ impl Reader {
                 len, valid, what, ..
             } => self.strings(path, raw, len, valid, what).map(Param::Texts),
             Kind::Claim => self.claim(path, raw).map(Param::Claim),
+            Kind::Network { .. } if raw.is_null() => None,
+            Kind::Network { .. } => self.network(path, raw).map(Param::Network),
+            Kind::Networks { len, .. } => self
+                .items(path, raw, Some(len), NETWORK, Reader::network)
+                .map(Param::Networks),
+            Kind::Rails { len, .. } => self
+                .items(path, raw, Some(len), RAIL, Reader::rail)
+                .map(Param::Rails),
+            Kind::Directories { len, .. } => self
+                .items(path, raw, Some(len), DIRECTORY, Reader::directory)
+                .map(Param::Directories),
             Kind::Switch { .. } => {
                 let on = raw.as_bool();
                 if on.is_none() && !raw.is_null() {
@@ -234,6 +246,21 @@ impl Reader {
         valid: fn(&str) -> bool,
         what: &str,
     ) -> Option<Vec<Cow<'a, str>>> {
+        self.items(path, raw, len, what, |r, at, item| {
+            r.text(at, Some(item), valid, what)
+        })
+    }
+
+    /// A list of from `len.0` to `len.1` items when given, each read by `one` (which says what is
+    /// wrong with it); `None` when `null` or wrong.
+    pub(super) fn items<'a, T>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
+        len: Option<(usize, usize)>,
+        what: &str,
+        mut one: impl FnMut(&mut Reader, &Path<'_>, Value<'_, 'a>) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let raw = self.of_type(
             path,
             raw,
@@ -253,7 +280,7 @@ impl Reader {
         }
         let mut out = Vec::with_capacity(count);
         for (i, item) in raw.items().enumerate() {
-            out.extend(self.text(&Path::Index(path, i), Some(item), valid, what));
+            out.extend(one(self, &Path::Index(path, i), item));
         }
         (self.errors.len() == errors).then_some(out)
     }

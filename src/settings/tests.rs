@@ -77,7 +77,7 @@ fn exactly_one_cloud() {
     );
     assert_eq!(
         errors(json!("aws")),
-        "settings must be an object with one of aws, azure, gcp, oci, got a string"
+        "settings must be an object with one of aws, azure, gcp, oci, rdma, got a string"
     );
     assert!(
         check("{")
@@ -95,7 +95,7 @@ fn a_misspelt_key_is_named_with_the_right_spelling() {
     );
     assert!(
         errors(json!({"gcp": {"enabled": true}, "tigger": "x"}))
-            .contains("tigger: unknown key; the keys allowed at the top level are aws, azure, gcp, oci, triggerAnnotation")
+            .contains("tigger: unknown key; the keys allowed at the top level are aws, azure, gcp, oci, rdma, triggerAnnotation")
     );
     // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
     assert_eq!(

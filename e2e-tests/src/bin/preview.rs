@@ -1,6 +1,6 @@
 //! `make preview`: runs the compiled policy on a pod and shows what it changes.
 //!
-//!     preview [--cloud aws|azure|gcp|oci] [--pod FILE] [--settings FILE] [--module FILE]
+//!     preview [--cloud aws|azure|gcp|oci|rdma] [--pod FILE] [--settings FILE] [--module FILE]
 //!
 //! Pod and settings files may be YAML or JSON. A settings file that holds the NeMo chart's
 //! `multinodeNetworking:` block at any depth (a whole values.yaml) is read from that block.
@@ -98,16 +98,18 @@ fn parse_args() -> Result<Args> {
             "--module" => args.module = value()?.into(),
             "-h" | "--help" => {
                 println!(
-                    "preview [--cloud aws|azure|gcp|oci] [--pod FILE] [--settings FILE] [--module FILE]"
+                    "preview [--cloud aws|azure|gcp|oci|rdma] [--pod FILE] [--settings FILE] [--module FILE]"
                 );
                 std::process::exit(0);
             }
             other => bail!("unknown argument {other:?}; see --help"),
         }
     }
-    if args.settings.is_none() && !["aws", "azure", "gcp", "oci"].contains(&args.cloud.as_str()) {
+    if args.settings.is_none()
+        && !["aws", "azure", "gcp", "oci", "rdma"].contains(&args.cloud.as_str())
+    {
         bail!(
-            "--cloud must be one of aws, azure, gcp, oci (got {:?})",
+            "--cloud must be one of aws, azure, gcp, oci, rdma (got {:?})",
             args.cloud
         );
     }

@@ -24,6 +24,9 @@ pub const GCP: Cloud = Cloud {
     machines: MACHINES,
     accelerators: ACCELERATORS,
     writes: &["networking.gke.io/", "devices.gke.io/"],
+    machine_labels: &[],
+    node_counts: false,
+    networks: &crate::preflight::NETWORK,
 };
 
 /// GKE's machine types with GPUDirect, their GPUs, the NICs their fabric uses, and the fabric

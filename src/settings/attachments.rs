@@ -1,0 +1,122 @@
+//! The values that attach a pod to a cluster's own fabric (behaviour.md §1.4, §3.9): a Multus
+//! network in either of the forms Multus reads, a rail (its resource and its network), a host
+//! directory mounted read-only.
+
+use std::borrow::Cow;
+
+use super::reader::Reader;
+use crate::error::Path;
+use crate::json::JsonType;
+use crate::json::tape::Value;
+use crate::k8s_names::{is_absolute_path, is_dns1123_label, is_extended_resource};
+use crate::profile::{HostDirectory, Network, Rail};
+
+pub(super) const NETWORK: &str = "a network attachment as name, namespace/name or {name, namespace} (lowercase letters, digits and '-')";
+pub(super) const RAIL: &str = "an object such as {resourceName: nvidia.com/rail0, network: rail0}";
+pub(super) const DIRECTORY: &str =
+    "an object such as {hostPath: /etc/crusoe/nccl_topo, mountPath: /opt/nccl_topo}";
+const NAME: &str = "a DNS label (at most 63 lowercase letters, digits and '-')";
+const PATH: &str = "an absolute path";
+
+impl Reader {
+    /// A network as `name`, `namespace/name` or Multus's JSON form `{name, namespace}`; the same
+    /// attachment whichever form names it.
+    pub(super) fn network<'a>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
+    ) -> Option<Network<'a>> {
+        if raw.json_type() == JsonType::String {
+            let valid = crate::k8s_names::is_network_reference;
+            return self.text(path, Some(raw), valid, NETWORK).map(Network);
+        }
+        let raw = self.object(path, raw, NETWORK, &["name", "namespace"])?;
+        let name = self.required(path, raw, "name", is_dns1123_label, NAME);
+        let namespace = raw.get("namespace");
+        let namespace = self.text(
+            &Path::Key(path, "namespace"),
+            namespace,
+            is_dns1123_label,
+            NAME,
+        );
+        Some(Network(match namespace {
+            Some(namespace) => Cow::Owned(format!("{namespace}/{}", name?)),
+            None => name?,
+        }))
+    }
+
+    /// A rail: its device resource and its network, both required.
+    pub(super) fn rail<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Option<Rail<'a>> {
+        let raw = self.object(path, raw, RAIL, &["resourceName", "network"])?;
+        let what = "an extended resource name with a domain prefix, such as nvidia.com/rail0";
+        let resource = self.required(path, raw, "resourceName", is_extended_resource, what);
+        let at = Path::Key(path, "network");
+        let network = match raw.get("network").filter(|n| !n.is_null()) {
+            Some(network) => self.network(&at, network),
+            None => {
+                self.errors
+                    .push(format!("{at}: missing; name the rail's network attachment"));
+                None
+            }
+        };
+        Some(Rail {
+            resource: resource?,
+            network: network?,
+        })
+    }
+
+    /// A host directory and where it is mounted, both absolute paths.
+    pub(super) fn directory<'a>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
+    ) -> Option<HostDirectory<'a>> {
+        let raw = self.object(path, raw, DIRECTORY, &["hostPath", "mountPath"])?;
+        let host = self.required(path, raw, "hostPath", is_absolute_path, PATH);
+        let mount = self.required(path, raw, "mountPath", is_absolute_path, PATH);
+        Some(HostDirectory {
+            host: host?,
+            mount: mount?,
+        })
+    }
+
+    /// An object of `keys` only; a `null` is none, and anything else is named as wrong.
+    fn object<'t, 'a>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'t, 'a>,
+        what: &str,
+        keys: &[&str],
+    ) -> Option<Value<'t, 'a>> {
+        if raw.is_null() {
+            self.errors
+                .push(format!("{path}: must be {what}, got null"));
+            return None;
+        }
+        let raw = self.of_type(path, raw, JsonType::Object, &what)?;
+        for (key, _) in raw.members() {
+            if !keys.contains(&key.as_ref()) {
+                self.unknown_key(path, key, keys);
+            }
+        }
+        Some(raw)
+    }
+
+    /// The string `key` of `object`, which must be there.
+    fn required<'a>(
+        &mut self,
+        path: &Path<'_>,
+        object: Value<'_, 'a>,
+        key: &str,
+        valid: fn(&str) -> bool,
+        what: &str,
+    ) -> Option<Cow<'a, str>> {
+        let at = Path::Key(path, key);
+        let value = object.get(key).filter(|v| !v.is_null());
+        if value.is_none() {
+            self.errors
+                .push(format!("{at}: missing; it must be {what}"));
+        }
+        self.text(&at, value, valid, what)
+    }
+}
