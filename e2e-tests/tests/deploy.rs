@@ -12,7 +12,7 @@ use e2e_tests::{Instance, admission_request, pod_kind, policy};
 use fixtures::TRIGGERS as DEFAULT_TRIGGERS;
 use serde_json::{Value, json};
 
-const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
+const CLOUDS: [&str; 5] = ["aws", "azure", "gcp", "oci", "rdma"];
 /// The ConfigMap key a `PolicyServer`'s `verificationConfig` is read from (the CRD's docs).
 const VERIFICATION_KEY: &str = "verification-config";
 
@@ -265,17 +265,18 @@ fn preflight_kinds(
         "resource.k8s.io",
         "resourceclaimtemplates",
     );
+    // A Multus network (behaviour.md §3.4, §3.9).
+    const NETWORK: (&str, &str, &str, &str) = (
+        "k8s.cni.cncf.io/v1",
+        "NetworkAttachmentDefinition",
+        "k8s.cni.cncf.io",
+        "network-attachment-definitions",
+    );
     match cloud {
         "azure" => &[("v1", "ConfigMap", "", "configmaps"), CLAIM_TEMPLATE],
-        "oci" => &[
-            (
-                "k8s.cni.cncf.io/v1",
-                "NetworkAttachmentDefinition",
-                "k8s.cni.cncf.io",
-                "network-attachment-definitions",
-            ),
-            CLAIM_TEMPLATE,
-        ],
+        "oci" => &[NETWORK, CLAIM_TEMPLATE],
+        // No DRA driver is documented for the `rdma` block's fabric: no deviceClaim.
+        "rdma" => &[NETWORK],
         _ => &[CLAIM_TEMPLATE],
     }
 }
@@ -383,16 +384,16 @@ fn the_preflights_resources_agree_with_the_metadata_and_the_rbac() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The vendor files of a cloud: `<cloud>.yaml`, and `<cloud>-<fabric>.yaml` where the cloud has
-/// several fabrics (`gcp-rdma.yaml`, `gcp-tcpx.yaml`).
+/// The vendor files of a cloud: those that enable its block (`gcp-rdma.yaml` and `gcp-tcpx.yaml`
+/// GCP's; `coreweave.yaml`, `spectrum-x.yaml` and the others beyond the four clouds the `rdma`
+/// block's).
 fn vendor_files(root: &Path, cloud: &str) -> Vec<String> {
     let mut files: Vec<String> = yaml_files(&root.join("examples/settings/vendor"))
         .iter()
+        .filter(|path| yaml(path)[cloud]["enabled"] == true)
         .filter_map(|path| {
             let name = path.file_name()?.to_str()?;
-            let stem = name.strip_suffix(".yaml")?;
-            (stem == cloud || stem.starts_with(&format!("{cloud}-")))
-                .then(|| format!("examples/settings/vendor/{name}"))
+            Some(format!("examples/settings/vendor/{name}"))
         })
         .collect();
     files.sort();
@@ -417,8 +418,8 @@ fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
         manifests += 1;
         let vendors = vendor_files(&root, cloud);
         assert!(
-            vendors.contains(&format!("examples/settings/vendor/{cloud}.yaml")),
-            "no examples/settings/vendor/{cloud}.yaml"
+            !vendors.is_empty(),
+            "no file of examples/settings/vendor/ enables {cloud}"
         );
         for vendor in vendors {
             let settings = yaml(&root.join(&vendor));
@@ -436,6 +437,10 @@ fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
     assert!(
         tried >= 2 * (CLOUDS.len() + 2),
         "the GCP fabric files gcp-rdma.yaml and gcp-tcpx.yaml were not found ({tried} tried)"
+    );
+    assert!(
+        vendor_files(&root, "rdma").len() >= 6,
+        "the Network Operator's and the neoclouds' files enable rdma"
     );
     assert!(
         failures.is_empty(),

@@ -12,7 +12,7 @@ use common::{artifacthub_pkg, read, repo_root, yaml};
 use e2e_tests::{Instance, admission_request, pod_kind, policy};
 use serde_json::{Map, Value, json};
 
-const CLOUDS: [&str; 4] = ["aws", "azure", "gcp", "oci"];
+const CLOUDS: [&str; 5] = ["aws", "azure", "gcp", "oci", "rdma"];
 
 /// The types of Rancher's questions format that this form uses, with the JSON type a value of
 /// each has in the settings.
@@ -46,9 +46,11 @@ fn other_value(variable: &str) -> Option<Value> {
         }
         "gcp.daemonFlags" => json!(["--num_hops=2"]),
         "gcp.daemonStartupProbe" => json!(true),
-        "aws.pinTransport" | "azure.pinTransport" | "gcp.pinTransport" | "oci.pinTransport" => {
-            json!(true)
-        }
+        "aws.pinTransport" | "azure.pinTransport" | "gcp.pinTransport" | "oci.pinTransport"
+        | "rdma.pinTransport" => json!(true),
+        "rdma.resourceName" => json!("nvidia.com/hostdev"),
+        "rdma.devicesPerContainer" => json!(2),
+        "rdma.network" => json!("hostdevice-net"),
         "oci.rdmaDevicesPerGPU" => json!(4),
         "oci.resourceName" => json!("nvidia.com/rdma-vf"),
         "oci.network" => json!("default/rdma-vf"),

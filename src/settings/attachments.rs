@@ -13,10 +13,11 @@ use crate::profile::{HostDirectory, Network, Rail};
 
 pub(super) const NETWORK: &str = "a network attachment as name, namespace/name or {name, namespace} (lowercase letters, digits and '-')";
 pub(super) const RAIL: &str = "an object such as {resourceName: nvidia.com/rail0, network: rail0}";
-pub(super) const DIRECTORY: &str =
+const DIRECTORY: &str =
     "an object such as {hostPath: /etc/crusoe/nccl_topo, mountPath: /opt/nccl_topo}";
 const NAME: &str = "a DNS label (at most 63 lowercase letters, digits and '-')";
 const PATH: &str = "an absolute path";
+const SHARED_MEMORY: &str = "/dev/shm";
 
 impl Reader {
     /// A network as `name`, `namespace/name` or Multus's JSON form `{name, namespace}`; the same
@@ -65,6 +66,27 @@ impl Reader {
         })
     }
 
+    /// From `len.0` to `len.1` host directories, each mounted at a path of its own.
+    pub(super) fn directories<'a>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
+        len: (usize, usize),
+    ) -> Option<Vec<HostDirectory<'a>>> {
+        let directories = self.items(path, raw, Some(len), DIRECTORY, Reader::directory)?;
+        for (at, directory) in directories.iter().enumerate() {
+            if directories[..at].iter().any(|d| d.mount == directory.mount) {
+                self.errors.push(format!(
+                    "{}: {} is the mount path of an earlier directory; give each its own",
+                    Path::Key(&Path::Index(path, at), "mountPath"),
+                    directory.mount
+                ));
+                return None;
+            }
+        }
+        Some(directories)
+    }
+
     /// A host directory and where it is mounted, both absolute paths.
     pub(super) fn directory<'a>(
         &mut self,
@@ -74,6 +96,14 @@ impl Reader {
         let raw = self.object(path, raw, DIRECTORY, &["hostPath", "mountPath"])?;
         let host = self.required(path, raw, "hostPath", is_absolute_path, PATH);
         let mount = self.required(path, raw, "mountPath", is_absolute_path, PATH);
+        // `/dev/shm` is the fabric's own shared memory (behaviour.md §3.9).
+        if mount.as_deref() == Some(SHARED_MEMORY) {
+            self.errors.push(format!(
+                "{}: {SHARED_MEMORY} is the shared memory the fabric mounts; mount the directory elsewhere",
+                Path::Key(path, "mountPath")
+            ));
+            return None;
+        }
         Some(HostDirectory {
             host: host?,
             mount: mount?,

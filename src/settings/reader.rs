@@ -16,7 +16,7 @@ use crate::profile::{DeviceClaim, EnvChange, with_count};
 use crate::ratio::{MAX_DECIMALS, Ratio};
 
 use super::MAX_PER_GPU;
-use super::attachments::{DIRECTORY, NETWORK, RAIL};
+use super::attachments::{NETWORK, RAIL};
 
 /// A value as it appears in a message: short, and typed, so `"4"` and `4` read differently.
 pub(super) fn show(value: Value<'_, '_>) -> String {
@@ -118,7 +118,10 @@ impl Reader {
                 len, valid, what, ..
             } => self.strings(path, raw, len, valid, what).map(Param::Texts),
             Kind::Claim => self.claim(path, raw).map(Param::Claim),
-            Kind::Network { .. } if raw.is_null() => None,
+            // As a form leaves it: no network.
+            Kind::Network { .. } if raw.is_null() || raw.as_str().is_some_and(|s| s.is_empty()) => {
+                None
+            }
             Kind::Network { .. } => self.network(path, raw).map(Param::Network),
             Kind::Networks { len, .. } => self
                 .items(path, raw, Some(len), NETWORK, Reader::network)
@@ -126,9 +129,9 @@ impl Reader {
             Kind::Rails { len, .. } => self
                 .items(path, raw, Some(len), RAIL, Reader::rail)
                 .map(Param::Rails),
-            Kind::Directories { len, .. } => self
-                .items(path, raw, Some(len), DIRECTORY, Reader::directory)
-                .map(Param::Directories),
+            Kind::Directories { len, .. } => {
+                self.directories(path, raw, len).map(Param::Directories)
+            }
             Kind::Switch { .. } => {
                 let on = raw.as_bool();
                 if on.is_none() && !raw.is_null() {

@@ -86,7 +86,7 @@ proptest! {
         if let Some(key) = key {
             prop_assert_eq!(annotations[key].as_str(), Some(text));
         }
-        let cloud = ["aws", "azure", "gcp", "oci"]
+        let cloud = ["aws", "azure", "gcp", "oci", "rdma"]
             .into_iter()
             .find(|c| settings[*c]["enabled"] == true)
             .unwrap();
@@ -96,10 +96,17 @@ proptest! {
             "aws" => &["efa"],
             "azure" => &["infiniband"],
             "oci" => &["sriov"],
+            "rdma" => &["rdma"],
             _ => &["tcpxo", "tcpx", "rdma"],
         };
         prop_assert!(fabrics.contains(&record["fabric"].as_str().unwrap_or_default()), "{}", text);
-        prop_assert_eq!(record["device"].is_null(), cloud == "gcp", "{}", text);
+        // GCP has no device; the `rdma` block may have none, or rails in its place.
+        match cloud {
+            "gcp" => prop_assert!(record["device"].is_null(), "{}", text),
+            "rdma" => prop_assert!(record["rails"].is_null() || record["device"].is_null(), "{}", text),
+            _ => prop_assert!(!record["device"].is_null(), "{}", text),
+        }
+        let rails: Vec<&str> = as_list(record.get("rails")).iter().filter_map(Value::as_str).collect();
         let listed = record["containers"].as_object().cloned().unwrap_or_default();
         let resources = gpu_resources(&settings);
         let containers = as_list(mutated.pointer("/spec/containers"));
@@ -132,6 +139,10 @@ proptest! {
                 prop_assert!(named(mutated.pointer("/spec/resourceClaims")), "{}", text);
                 prop_assert_eq!(entry.as_object().map(|e| e.len()), Some(1), "{}", text);
                 continue;
+            }
+            for rail in &rails {
+                let path = format!("/resources/requests/{}", rail.replace('/', "~1"));
+                prop_assert!(container.pointer(&path).is_some(), "{} lacks {}: {}", text, rail, container);
             }
             match record["device"].as_str() {
                 Some(device) => {

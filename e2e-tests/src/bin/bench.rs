@@ -675,6 +675,24 @@ fn cases() -> Result<Vec<Case>> {
             expect: Expect::Mutate,
             cluster: None,
         },
+        // Beyond the four clouds (behaviour.md §3.9): a resource and a network per rail, and
+        // CoreWeave's boolean InfiniBand resource with its env.
+        Case {
+            name: "8-GPU worker, Network Operator SR-IOV rails (JobSet)".to_string(),
+            cloud: "rdma, rails",
+            settings: example("vendor/network-operator-rails.yaml")?,
+            pod: jobset_worker(),
+            expect: Expect::Mutate,
+            cluster: None,
+        },
+        Case {
+            name: "8-GPU worker on CoreWeave InfiniBand (Kubeflow MPIJob)".to_string(),
+            cloud: "rdma, CoreWeave",
+            settings: example("vendor/coreweave.yaml")?,
+            pod: mpijob_worker(),
+            expect: Expect::Mutate,
+            cluster: None,
+        },
         case(
             "30 containers, 1 GPU each",
             SCALING_CLOUD,

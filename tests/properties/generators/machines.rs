@@ -49,8 +49,25 @@ pub(crate) const OCI_TYPES: &[&str] = &[
     "BM.GPU.A10.4",
     "custom.gpu-8",
 ];
+/// Machines of clusters beyond the four clouds (the `rdma` block, which has no built-in rows):
+/// GPU Feature Discovery's `nvidia.com/gpu.machine` values, a CoreWeave node type, a Crusoe
+/// instance type.
+pub(crate) const RDMA_TYPES: &[&str] = &[
+    "DGXH100",
+    "DGXH200",
+    "gd-8xh100ib-i128",
+    "h100-80gb-sxm-ib.8x",
+    "custom.gpu-8",
+];
+/// The labels by which an `rdma` pod names its machine besides the instance type.
+pub(crate) const RDMA_MACHINE_LABELS: &[&str] =
+    &["nvidia.com/gpu.machine", "node.coreweave.cloud/type"];
 /// The types above that no built-in row has (a settings row for them needs `gpusPerNode`).
 pub(crate) const UNKNOWN_TYPES: &[&str] = &[
+    "DGXH100",
+    "DGXH200",
+    "gd-8xh100ib-i128",
+    "h100-80gb-sxm-ib.8x",
     "g5.48xlarge",
     "custom.gpu-8",
     "Standard_NC80adis_H100_v5",
@@ -64,12 +81,13 @@ pub(crate) fn types_of(cloud: &str) -> &'static [&'static str] {
         "aws" => AWS_TYPES,
         "azure" => AZURE_TYPES,
         "gcp" => GCP_TYPES,
+        "rdma" => RDMA_TYPES,
         _ => OCI_TYPES,
     }
 }
 
 pub(crate) fn all_types() -> Vec<&'static str> {
-    let mut all: Vec<&str> = [AWS_TYPES, AZURE_TYPES, GCP_TYPES, OCI_TYPES].concat();
+    let mut all: Vec<&str> = [AWS_TYPES, AZURE_TYPES, GCP_TYPES, OCI_TYPES, RDMA_TYPES].concat();
     all.sort_unstable();
     all.dedup();
     all
@@ -112,11 +130,12 @@ pub(crate) fn label_values(cloud: &'static str, label: &str) -> BoxedStrategy<Ve
 /// more terms, or something of the wrong shape; as `(field, value)` of the spec. Machines are
 /// named by instance type, by GKE accelerator, or by both.
 pub(crate) fn placement_part(cloud: &'static str) -> BoxedStrategy<Option<(&'static str, Value)>> {
-    // GKE pods name their GPU model more often than their machine type.
-    let labels = if cloud == "gcp" {
-        [INSTANCE_LABELS, &[ACCELERATOR_LABEL]].concat()
-    } else {
-        INSTANCE_LABELS.to_vec()
+    // GKE pods name their GPU model more often than their machine type; `rdma` pods name it by
+    // the labels its rows may be keyed by too.
+    let labels = match cloud {
+        "gcp" => [INSTANCE_LABELS, &[ACCELERATOR_LABEL]].concat(),
+        "rdma" => [INSTANCE_LABELS, RDMA_MACHINE_LABELS].concat(),
+        _ => INSTANCE_LABELS.to_vec(),
     };
     let expression = (select(labels), select(&["In", "In", "NotIn", "Exists"][..]))
         .prop_flat_map(move |(key, operator)| (Just(key), Just(operator), label_values(cloud, key)))
@@ -128,8 +147,12 @@ pub(crate) fn placement_part(cloud: &'static str) -> BoxedStrategy<Option<(&'sta
     let one = |cloud: &'static str, label: &'static str| {
         label_values(cloud, label).prop_map(|values| values.first().copied())
     };
+    let selector_labels = match cloud {
+        "rdma" => [&INSTANCE_LABELS[..2], RDMA_MACHINE_LABELS].concat(),
+        _ => INSTANCE_LABELS[..2].to_vec(),
+    };
     let selector = (
-        select(&INSTANCE_LABELS[..2]),
+        select(selector_labels),
         one(cloud, INSTANCE_LABELS[0]),
         proptest::option::weighted(
             if cloud == "gcp" { 0.5 } else { 0.1 },

@@ -54,6 +54,23 @@ pub(crate) fn cloud_row_keys(cloud: &'static str) -> BoxedStrategy<Vec<(&'static
             ),
             ("rdma", json!({"deviceClaim": {"template": "row-rdma"}})),
         ],
+        "rdma" => vec![
+            ("resourceName", json!("nvidia.com/hostdev")),
+            ("resourceName", Value::Null),
+            ("devicesPerGPU", json!(1)),
+            (
+                "network",
+                json!({"name": "hostdevice-net", "namespace": "default"}),
+            ),
+            (
+                "rails",
+                json!([{"resourceName": "nvidia.com/rail0", "network": "rail0"}]),
+            ),
+            (
+                "hostDirectories",
+                json!([{"hostPath": "/etc/crusoe/nccl_topo", "mountPath": "/opt/nccl_topo"}]),
+            ),
+        ],
         _ => vec![
             ("network", json!("default/rdma-vf")),
             ("rdmaDevicesPerGPU", json!(1)),
@@ -89,6 +106,13 @@ pub(crate) fn row(cloud: &'static str) -> impl Strategy<Value = Value> {
             }
             for (key, value) in keys {
                 row[key] = value;
+            }
+            // Rails take the device's place (behaviour.md §1.3): a row with rails has no count
+            // or device of its own.
+            if let Some(row) = row.as_object_mut().filter(|r| r.contains_key("rails")) {
+                for key in ["resourceName", "devicesPerGPU", "network"] {
+                    row.remove(key);
+                }
             }
             row
         })

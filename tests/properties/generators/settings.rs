@@ -242,14 +242,95 @@ fn oci_block() -> impl Strategy<Value = (&'static str, Value)> {
         })
 }
 
-/// Valid settings for one of the four clouds, the trigger annotation they name, and the cloud.
+/// A Multus network in each of the forms the settings take (behaviour.md §1.3).
+fn network() -> impl Strategy<Value = Value> {
+    select(vec![
+        json!("hostdevice-net"),
+        json!("network-operator/sriov-ib"),
+        json!({"name": "gpu-a", "namespace": "cw-multus"}),
+        json!({"name": "gpu-b"}),
+    ])
+}
+
+/// How the `rdma` block counts its device (behaviour.md §3.9): the default, none, per container,
+/// per GPU, per node, or rails with their networks.
+fn rdma_count() -> impl Strategy<Value = Vec<(&'static str, Value)>> {
+    let rail = (0u8..8, network()).prop_map(
+        |(n, network)| json!({"resourceName": format!("nvidia.com/rail{n}"), "network": network}),
+    );
+    let resource = select(vec![
+        json!("rdma/rdma_shared_device_a"),
+        json!("nvidia.com/hostdev"),
+        json!("rdma/ib"),
+    ]);
+    prop_oneof![
+        2 => Just(Vec::new()),
+        1 => select(vec![Value::Null, json!("")]).prop_map(|off| vec![("resourceName", off)]),
+        2 => (resource.clone(), 1u64..=2)
+            .prop_map(|(r, n)| vec![("resourceName", r), ("devicesPerContainer", n.into())]),
+        2 => (resource.clone(), per_gpu()).prop_map(|(r, n)| {
+            let mut keys = vec![("resourceName", r)];
+            keys.extend(n.map(|n| ("devicesPerGPU", n)));
+            keys
+        }),
+        1 => (resource, 1u64..=8, select(&[4u64, 8][..])).prop_map(|(r, d, p)| vec![
+            ("resourceName", r),
+            ("devicesPerNode", d.into()),
+            ("gpusPerNode", p.into()),
+        ]),
+        2 => proptest::collection::vec(rail, 1..4).prop_map(|rails| vec![("rails", json!(rails))]),
+    ]
+}
+
+/// `rdma` (the fifth kind of cluster, not GCP's fabric): the device and its count, the networks (once per device, fixed), host directories.
+fn rdma_cluster_block() -> impl Strategy<Value = (&'static str, Value)> {
+    (
+        rdma_count(),
+        proptest::option::weighted(0.4, network()),
+        proptest::option::weighted(0.3, proptest::collection::vec(network(), 0..3)),
+        proptest::option::weighted(
+            0.3,
+            select(vec![
+                json!([{"hostPath": "/etc/crusoe/nccl_topo", "mountPath": "/opt/nccl_topo"}]),
+                json!([{"hostPath": "/etc/nccl", "mountPath": "/etc/nccl"}, {"hostPath": "/etc/crusoe/nccl_topo", "mountPath": "/opt/nccl_topo"}]),
+                json!([]),
+            ]),
+        ),
+        proptest::option::weighted(0.3, Just(json!(["NET_RAW"]))),
+        common("rdma"),
+    )
+        .prop_map(|(count, network, networks, directories, raw, (env, caps, types))| {
+            let mut block = json!({"enabled": true});
+            let rails = count.iter().any(|(key, _)| *key == "rails");
+            for (key, value) in count {
+                block[key] = value;
+            }
+            // Rails bring their own networks: not with the device's.
+            if let Some(network) = network.filter(|_| !rails) {
+                block["network"] = network;
+            }
+            if let Some(networks) = networks {
+                block["networks"] = json!(networks);
+            }
+            if let Some(directories) = directories {
+                block["hostDirectories"] = directories;
+            }
+            let block = common_keys(block, env, caps.or(raw), types);
+            ("rdma", block)
+        })
+}
+
+/// Valid settings for one of the five kinds of cluster, the trigger annotation they name, and the
+/// block's name.
 pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
     let cloud = prop_oneof![
-        // GCP twice: it has three fabrics to cover.
+        // GCP thrice: it has three fabrics to cover.
         1 => aws_block(),
         1 => azure_block(),
-        2 => gcp_block(),
+        3 => gcp_block(),
         1 => oci_block().boxed(),
+        // Twice: its count modes and networks to cover.
+        2 => rdma_cluster_block().boxed(),
     ];
     (
         (cloud, claim_setting()),
@@ -287,8 +368,9 @@ pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                 gpu_resources,
                 record,
             )| {
-                // The fabric through DRA (behaviour.md §3.8): GCP's only for RDMA.
-                if let Some(claim) = claim {
+                // The fabric through DRA (behaviour.md §3.8): GCP's only for RDMA; no DRA
+                // driver is documented for the `rdma` block's.
+                if let Some(claim) = claim.filter(|_| name != "rdma") {
                     if name == "gcp" {
                         if !block["rdma"].is_object() {
                             block["rdma"] = json!({});
