@@ -18,6 +18,7 @@ const CLOUDS = [
   ['azure', 'Azure (InfiniBand)'],
   ['gcp', 'GCP (TCPXO)'],
   ['oci', 'OCI (SR-IOV)'],
+  ['rdma', 'Beyond the clouds (RDMA device plugins)'],
 ];
 const FIRST_VIEW = { settings: 'settings/aws.yaml', pod: 'pods/pytorchjob-worker.yaml' };
 const YOUR_OWN = '';
@@ -63,6 +64,9 @@ async function main() {
     });
     $(`${id}-example`).addEventListener('change', (e) => {
       if (load(id, e.target.value)) {
+        if (id === 'settings') {
+          load('pod', podFor(e.target.value));
+        }
         update();
       }
     });
@@ -98,6 +102,13 @@ function load(editor, name) {
     $(`${editor}-example`).value = name;
   }
   return file !== undefined;
+}
+
+// The example pod made for a settings example, where there is one: a vendor file's own worker
+// (`settings/vendor/coreweave.yaml` → `pods/coreweave-worker.yaml`).
+function podFor(settings) {
+  const stem = settings.split('/').pop().replace(/\.ya?ml$/, '');
+  return `pods/${stem}-worker.yaml`;
 }
 
 // With the chart's whole block (several clouds in it), the cloud is switched where it stands,
