@@ -81,6 +81,17 @@ const CLOUDS = {
       ['mountPath: /dev/shm', 1],
     ],
   },
+  // Beyond the four clouds: settings/rdma.yaml's host-device NIC per GPU, each on hostdevice-net.
+  rdma: {
+    pod: 'pods/jobset-worker.yaml',
+    added: [
+      ['nvidia.com/hostdev: "8"', 2],
+      ['k8s.v1.cni.cncf.io/networks: hostdevice-net,hostdevice-net,', 1],
+      ['- IPC_LOCK', 1],
+      ['allowPrivilegeEscalation: false', 1],
+      ['mountPath: /dev/shm', 1],
+    ],
+  },
 };
 
 let context;
@@ -117,6 +128,21 @@ async function open(url = page_url) {
   await page.waitForFunction(() => document.body.dataset.generation !== '0');
   return page;
 }
+
+test("a vendor file beyond the clouds brings its source's worker, and the page answers for it", async () => {
+  const page = await open();
+  await page.selectOption('#settings-example', 'settings/vendor/coreweave.yaml');
+  const shown = await view(page);
+  assert.equal(shown.pod, readFileSync(join(root, 'examples/pods/coreweave-worker.yaml'), 'utf8'));
+  assert.equal(shown.verdict, 'mutated');
+  assert.deepEqual(
+    JSON.parse(shown.patch),
+    example('settings/vendor/coreweave.yaml', 'pods/coreweave-worker.yaml').patch,
+  );
+  // CoreWeave's boolean InfiniBand resource, once in requests and once in limits.
+  assert.equal(added(shown).filter((text) => text.includes('rdma/ib: "1"')).length, 2);
+  await page.close();
+});
 
 // What the page shows, as a user reads it.
 function view(page) {
