@@ -11,8 +11,8 @@ use crate::json::tape::Value;
 use crate::k8s_names::{is_absolute_path, is_dns1123_label, is_extended_resource};
 use crate::profile::{HostDirectory, Network, Rail};
 
-pub(super) const NETWORK: &str = "a network attachment as name, namespace/name or {name, namespace} (lowercase letters, digits and '-')";
-pub(super) const RAIL: &str = "an object such as {resourceName: nvidia.com/rail0, network: rail0}";
+const NETWORK: &str = "a network attachment as name, namespace/name or {name, namespace} (lowercase letters, digits and '-')";
+const RAIL: &str = "an object such as {resourceName: nvidia.com/rail0, network: rail0}";
 const DIRECTORY: &str =
     "an object such as {hostPath: /etc/crusoe/nccl_topo, mountPath: /opt/nccl_topo}";
 const NAME: &str = "a DNS label (at most 63 lowercase letters, digits and '-')";
@@ -64,6 +64,26 @@ impl Reader {
             resource: resource?,
             network: network?,
         })
+    }
+
+    /// From `len.0` to `len.1` networks, each as [`Reader::network`] reads it.
+    pub(super) fn networks<'a>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
+        len: (usize, usize),
+    ) -> Option<Vec<Network<'a>>> {
+        self.items(path, raw, Some(len), NETWORK, Reader::network)
+    }
+
+    /// From `len.0` to `len.1` rails.
+    pub(super) fn rails<'a>(
+        &mut self,
+        path: &Path<'_>,
+        raw: Value<'_, 'a>,
+        len: (usize, usize),
+    ) -> Option<Vec<Rail<'a>>> {
+        self.items(path, raw, Some(len), RAIL, Reader::rail)
     }
 
     /// From `len.0` to `len.1` host directories, each mounted at a path of its own.

@@ -16,7 +16,6 @@ use crate::profile::{DeviceClaim, EnvChange, with_count};
 use crate::ratio::{MAX_DECIMALS, Ratio};
 
 use super::MAX_PER_GPU;
-use super::attachments::{NETWORK, RAIL};
 
 /// A value as it appears in a message: short, and typed, so `"4"` and `4` read differently.
 pub(super) fn show(value: Value<'_, '_>) -> String {
@@ -123,12 +122,8 @@ impl Reader {
                 None
             }
             Kind::Network { .. } => self.network(path, raw).map(Param::Network),
-            Kind::Networks { len, .. } => self
-                .items(path, raw, Some(len), NETWORK, Reader::network)
-                .map(Param::Networks),
-            Kind::Rails { len, .. } => self
-                .items(path, raw, Some(len), RAIL, Reader::rail)
-                .map(Param::Rails),
+            Kind::Networks { len, .. } => self.networks(path, raw, len).map(Param::Networks),
+            Kind::Rails { len, .. } => self.rails(path, raw, len).map(Param::Rails),
             Kind::Directories { len, .. } => {
                 self.directories(path, raw, len).map(Param::Directories)
             }
