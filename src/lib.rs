@@ -15,6 +15,7 @@
 //! the writer. This file only registers the two calls with the waPC host.
 
 pub mod admission;
+pub mod claims;
 pub mod clouds;
 pub mod engine;
 pub mod error;
