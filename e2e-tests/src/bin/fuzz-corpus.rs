@@ -56,7 +56,8 @@ fn main() -> Result<()> {
             if object["kind"] == "ResourceClaimTemplate" || object["kind"] == "ResourceClaim" {
                 let mut claim = object.clone();
                 claim["metadata"]["name"] = json!("eight-gpus");
-                let list = json!({"apiVersion": "resource.k8s.io/v1", "kind": "List", "items": [claim]});
+                let list =
+                    json!({"apiVersion": "resource.k8s.io/v1", "kind": "List", "items": [claim]});
                 written += write(&out.join("claims"), &serde_json::to_vec(&list)?)?;
             }
         }
