@@ -38,9 +38,9 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Result<Vec<St
                 .map(|c| c.as_ref())
                 .collect();
             vec![format!(
-                "pod opted in to multi-node networking but no container requests {} nor names a claim of a device of class {}; nothing was injected",
-                resources.join(" or "),
-                classes.join(" or ")
+                "pod opted in to multi-node networking but none of its claims asks for a device of class {}, and no container requests {}; nothing was injected",
+                classes.join(" or "),
+                resources.join(" or ")
             )]
         }
         Declined::NoGpus { claims } => {

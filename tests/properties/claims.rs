@@ -186,8 +186,8 @@ fn normal_warnings(warnings: &[String]) -> Vec<String> {
         .filter(|w| !w.contains("and the pod has no spec.resourceClaims"))
         .map(|w| {
             w.replace(
-                " nor names a claim of a device of class gpu.nvidia.com or gpu.amd.com",
-                "",
+                "but none of its claims asks for a device of class gpu.nvidia.com or gpu.amd.com, and",
+                "but",
             )
         })
         .map(
