@@ -1,6 +1,7 @@
-//! The first step, read: what the pod has that decides its injection — its GPU containers, the
-//! machine its spec names (and so the fabric and its profile), the profile's volumes it declares
-//! already, its seccomp profiles, its device counts — or why it gets nothing. Nothing here changes
+//! The first step, read: what the pod has that decides its injection — its GPU containers
+//! ([`super::gpus`]: GPU resources and claims of GPUs), the machine its spec names (and so the
+//! fabric and its profile), the profile's volumes it declares already, its seccomp profiles, its
+//! device counts — or why it gets nothing. Nothing here changes
 //! the pod (it is borrowed shared), so the steps after it parse nothing more than they touch.
 //! The reads run in a fixed order: a pod malformed in several places is refused for the first.
 
