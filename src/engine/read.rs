@@ -99,7 +99,7 @@ pub(super) fn pod<'a>(
     }
 
     // The machine decides the fabric and changes the injection where the pod names it.
-    let mut node = machine::of(&config.cloud, spec)?;
+    let mut node = machine::of(&config.cloud, spec, fabric_claim.is_some())?;
     let Some(fabric) = node.fabric else {
         return Ok(Err(Declined::NoFabric(std::mem::take(&mut node.warnings))));
     };
