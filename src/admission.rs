@@ -4,6 +4,7 @@
 use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
+use crate::claims::{self, Memo};
 use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
@@ -130,7 +131,14 @@ fn inject(
         Ok(pod) => pod,
         Err(error) => return refuse(error),
     };
-    let outcome = engine::inject(&mut pod, config).map(|mut outcome| {
+    // The claims' reads and the preflight's share one memo: no object is looked for twice.
+    let memo = preflight.map(|(namespace, host)| (namespace, Memo::new(host)));
+    let host = |request: &[u8]| memo.as_ref().and_then(|(_, memo)| memo.call(request));
+    let preflight = memo
+        .as_ref()
+        .map(|(namespace, _)| (*namespace, &host as Host<'_>));
+    let claims = claims::read(&pod, config, preflight);
+    let outcome = engine::inject(&mut pod, config, &claims).map(|mut outcome| {
         outcome.warnings.splice(0..0, warning);
         outcome
     });

@@ -7,7 +7,8 @@
 //! [`json::tape`]; [`trigger`] decides from the settings' trigger and owner keys alone. For a pod
 //! the policy acts on, [`settings`] reads the rest of the settings into a [`settings::Config`]
 //! naming one cloud of [`clouds`]; [`json::object`] reads the pod a second time, parsing only
-//! what the merge touches; [`machine`] reads the machine the pod names, whose row and fabric
+//! what the merge touches; [`claims`] reads the DRA claims its containers name from the cluster,
+//! for the GPUs they hold; [`machine`] reads the machine the pod names, whose row and fabric
 //! decide the injection, a [`profile::Profile`] that [`layers`] builds from the fabric's table
 //! under the settings' and the machine's overlays; [`placement`] the device counts; [`engine`]
 //! merges the profile into the pod in named steps with the operations of [`merge`]; and the
@@ -15,6 +16,7 @@
 //! the writer. This file only registers the two calls with the waPC host.
 
 pub mod admission;
+pub mod claims;
 pub mod clouds;
 pub mod engine;
 pub mod error;

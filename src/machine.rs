@@ -36,9 +36,14 @@ pub struct NodeFacts<'a> {
     pub warnings: Vec<String>,
 }
 
-/// Reads the machine of the pod whose spec is `spec`. An error is a settings problem in a row of
-/// the instance table the pod names.
-pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFacts<'a>, Error> {
+/// Reads the machine of the pod whose spec is `spec`; `own_claim`: the pod's own DRA claim brings
+/// its fabric (behaviour.md §3.10). An error is a settings problem in a row of the instance table
+/// the pod names.
+pub fn of<'a>(
+    settings: &CloudSettings<'a>,
+    spec: &Object<'_>,
+    own_claim: bool,
+) -> Result<NodeFacts<'a>, Error> {
     let named = candidates(settings.cloud, spec);
     let mut rows = Vec::with_capacity(named.types.len());
     for name in named.types {
@@ -57,7 +62,7 @@ pub fn of<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Result<NodeFac
     let mut warnings = Vec::new();
     let fabric = one_fabric(settings, &rows, &named.fabric_only, &mut warnings);
     let (fabric, dra_without) =
-        wired_through_dra(settings, &overlay, &known, fabric, &mut warnings);
+        wired_through_dra(settings, &overlay, &known, fabric, own_claim, &mut warnings);
 
     let fewest = |of: &dyn Fn(&Row<'a>) -> Option<u64>| -> Option<u64> {
         let counts: Option<Vec<u64>> = known.iter().map(|row| of(row)).collect();
@@ -163,20 +168,22 @@ fn one_fabric(
 }
 
 /// A machine wired only through DRA: nothing the policy adds would work, unless the settings
-/// give the fabric a claim (behaviour.md §3.8); then the pod does without the volumes the claim
-/// replaces.
+/// give the fabric a claim (behaviour.md §3.8) or the pod's own claim brings it (`own_claim`,
+/// §3.10); then the pod does without the volumes the claim replaces.
 fn wired_through_dra(
     settings: &CloudSettings<'_>,
     overlay: &Overlay<'_>,
     known: &[&Row<'_>],
     fabric: Option<&'static Fabric>,
+    own_claim: bool,
     warnings: &mut Vec<String>,
 ) -> (Option<&'static Fabric>, &'static [&'static str]) {
     let dra_only = known
         .iter()
         .find_map(|row| row.machine.filter(|m| m.dra_only.is_some()));
-    let claimed =
-        |fabric: &'static Fabric| settings.overlay.claims(fabric) || overlay.claims(fabric);
+    let claimed = |fabric: &'static Fabric| {
+        own_claim || settings.overlay.claims(fabric) || overlay.claims(fabric)
+    };
     match (dra_only, fabric) {
         (Some(machine), Some(fabric)) if claimed(fabric) => (Some(fabric), machine.dra_without),
         (Some(machine), _) => {

@@ -96,8 +96,19 @@ pub const CLAIM_TEMPLATE: ObjectKind = ObjectKind {
     ),
 };
 
+/// A `ResourceClaim` made ahead, which a pod's claim names by `resourceClaimName`: read only for
+/// the GPUs it holds (behaviour.md §3.10), never for an injection.
+pub const RESOURCE_CLAIM: ObjectKind = ObjectKind {
+    api_version: "resource.k8s.io/v1",
+    kind: "ResourceClaim",
+    creates: (
+        "create it in that namespace before the pod: kubectl apply -n ",
+        " -f <the claim>",
+    ),
+};
+
 /// Every kind the policy may look for: what `contextAwareResources` lists (a test compares them).
-pub const KINDS: &[&ObjectKind] = &[&TOPOLOGY, &NETWORK, &CLAIM_TEMPLATE];
+pub const KINDS: &[&ObjectKind] = &[&TOPOLOGY, &NETWORK, &CLAIM_TEMPLATE, &RESOURCE_CLAIM];
 
 /// One object a pod's injection refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]

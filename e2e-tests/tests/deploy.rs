@@ -253,8 +253,9 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
     }
 }
 
-/// What each cloud's injection may refer to (behaviour.md §9): `(apiVersion, kind, API group,
-/// resource)`, the resource as RBAC names it.
+/// What the policy may read on each cloud: what its injection may refer to (behaviour.md §9) and
+/// the claims of GPUs (§3.10): `(apiVersion, kind, API group, resource)`, the resource as RBAC
+/// names it.
 fn preflight_kinds(
     cloud: &str,
 ) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
@@ -272,12 +273,25 @@ fn preflight_kinds(
         "k8s.cni.cncf.io",
         "network-attachment-definitions",
     );
+    // The claims pods take their GPUs by (behaviour.md §3.10), on every cloud: their templates,
+    // and the claims made ahead.
+    const RESOURCE_CLAIM: (&str, &str, &str, &str) = (
+        "resource.k8s.io/v1",
+        "ResourceClaim",
+        "resource.k8s.io",
+        "resourceclaims",
+    );
     match cloud {
-        "azure" => &[("v1", "ConfigMap", "", "configmaps"), CLAIM_TEMPLATE],
-        "oci" => &[NETWORK, CLAIM_TEMPLATE],
-        // No DRA driver is documented for the `rdma` block's fabric: no deviceClaim.
-        "rdma" => &[NETWORK],
-        _ => &[CLAIM_TEMPLATE],
+        "azure" => &[
+            ("v1", "ConfigMap", "", "configmaps"),
+            CLAIM_TEMPLATE,
+            RESOURCE_CLAIM,
+        ],
+        "oci" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM],
+        // No DRA driver is documented for the `rdma` block's fabric: no deviceClaim, but the
+        // templates and claims of the pods' GPUs.
+        "rdma" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM],
+        _ => &[CLAIM_TEMPLATE, RESOURCE_CLAIM],
     }
 }
 

@@ -110,10 +110,12 @@ fn mutating_and_execution_mode_are_declared() {
         metadata["executionMode"], "kubewarden-wapc",
         "{METADATA}: executionMode"
     );
-    // What the preflight looks for (src/preflight.rs KINDS, behaviour.md §9), with the exact
-    // apiVersion and kind the host call names; Artifact Hub's annotation is the same list.
+    // What the preflight looks for (src/preflight.rs KINDS, behaviour.md §9) and the claims of
+    // GPUs (§3.10), with the exact apiVersion and kind the host call names; Artifact Hub's
+    // annotation is the same list.
     let kinds = serde_json::json!([
         {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
         {"apiVersion": "v1", "kind": "ConfigMap"},
     ]);

@@ -45,13 +45,22 @@ pub(super) struct ContainerDone {
     pub(super) rails: Vec<u64>,
 }
 
-/// A container that requests a whole number of GPUs above zero.
+/// A container that requests a whole number of GPUs above zero, or names a claim of GPUs
+/// (behaviour.md §3.10).
 pub(super) struct GpuContainer {
     pub(super) index: usize,
-    /// Its GPUs, summed over the GPU resources it requests.
+    /// Its GPUs, summed over the GPU resources it requests and the claims whose GPUs are its.
     pub(super) gpus: u64,
-    /// The first GPU resource it requests.
+    /// The first GPU resource it requests (a GPU class, for GPUs of a claim).
     pub(super) resource: String,
+    /// Its claims' requests of `allocationMode: All`, each the node's GPUs: counted once the
+    /// machine is known, and the claim that has the first.
+    pub(super) all: Option<(u64, String)>,
+    /// Its GPUs are not known (an `All` request on a machine the policy does not know): it gets
+    /// no per-GPU device count.
+    pub(super) uncounted: bool,
+    /// It names the pod's own claim of the fabric.
+    pub(super) fabric_claim: bool,
 }
 
 /// Every container that requests GPUs, counted from each of `resources` (behaviour.md §2).
@@ -91,6 +100,9 @@ pub(super) fn gpu_containers(
                 index,
                 gpus,
                 resource: resource.to_string(),
+                all: None,
+                uncounted: false,
+                fabric_claim: false,
             });
         }
     }
@@ -156,10 +168,12 @@ pub(super) fn container_name(container: &Object<'_>, index: usize) -> String {
 }
 
 /// Applies the per-container parts.
+/// `gpus` is `None` where the container's GPUs are not known: it gets a per-container count
+/// only.
 pub(super) fn inject_container(
     container: &mut Object<'_>,
     name: &str,
-    gpus: u64,
+    gpus: Option<u64>,
     additions: &Additions<'_, '_>,
     seccomp_set: bool,
 ) -> Result<ContainerDone, Error> {
@@ -167,7 +181,11 @@ pub(super) fn inject_container(
     let mut changed = false;
     let mut devices = 0;
     let mut twice = false;
-    match (&profile.device, additions.count) {
+    let count = additions
+        .count
+        .filter(|count| gpus.is_some() || matches!(count, DeviceCount::PerContainer(_)));
+    let gpus = gpus.unwrap_or(0);
+    match (&profile.device, count) {
         (Some(device), Some(count)) if additions.claimed => {
             devices = device_count(name, gpus, &device.resource, count)?;
             twice = requested(container, &device.resource)?.is_some();

@@ -4,16 +4,45 @@
 //! nodes too small, a pod smaller than its node, a missing ComputeDomain claim, the sidecar's.
 //! Apart from the mutations so that each list reads at once; none of them changes the pod.
 
+use crate::error::Error;
 use crate::placement;
+use crate::preflight::Mode;
 use crate::profile::{Sidecar, Source, Volume};
 use crate::settings::Config;
 
-use super::read::{Declined, Reading};
+use super::read::{Declined, Reading, unread_warning};
 use super::wire::Wiring;
 
-/// The one warning of a pod the policy acts on that gets nothing.
-pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Vec<String> {
-    match declined {
+/// The warnings of a pod the policy acts on that gets nothing; with `preflight: reject`, the
+/// refusal of a pod whose claims could not be read (behaviour.md §3.10).
+pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Result<Vec<String>, Error> {
+    Ok(match declined {
+        Declined::Unread(unread) => {
+            let mut warnings = unread
+                .iter()
+                .map(|(claim, object, why)| unread_warning(claim, object, *why, true));
+            if config.preflight == Mode::Reject {
+                let first = warnings.next().unwrap_or_default();
+                return Err(Error::Preflight {
+                    message: format!("{first} (preflight: reject refuses such a pod)"),
+                });
+            }
+            warnings.collect()
+        }
+        Declined::NoGpus { claims } if claims && !config.device_classes.gpu.is_empty() => {
+            let resources: Vec<&str> = config.gpu_resources.iter().map(|r| r.as_ref()).collect();
+            let classes: Vec<&str> = config
+                .device_classes
+                .gpu
+                .iter()
+                .map(|c| c.as_ref())
+                .collect();
+            vec![format!(
+                "pod opted in to multi-node networking but none of its claims asks for a device of class {}, and no container requests {}; nothing was injected",
+                classes.join(" or "),
+                resources.join(" or ")
+            )]
+        }
         Declined::NoGpus { claims } => {
             let resources: Vec<&str> = config.gpu_resources.iter().map(|r| r.as_ref()).collect();
             // GPUs through DRA: a claim's devices cannot be counted at admission (behaviour.md
@@ -35,7 +64,7 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Vec<String> {
             "pod opted in to multi-node networking but is a Windows pod (spec.os.name); nothing was injected".to_string(),
         ],
         Declined::NoFabric(warnings) => warnings,
-    }
+    })
 }
 
 /// The warnings of a pod the policy wired.
@@ -45,7 +74,7 @@ pub(super) fn warnings(
     wiring: &Wiring<'_>,
 ) -> Vec<String> {
     let profile = &facts.profile;
-    let mut warnings = Vec::new();
+    let mut warnings = facts.claim_warnings.clone();
     warnings.extend(facts.node.warnings.iter().cloned());
     warnings.extend(claim_elsewhere(facts, config));
     for volume in facts.volumes.conflicts() {

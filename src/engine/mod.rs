@@ -13,6 +13,7 @@
 mod annotations;
 mod claim;
 mod container;
+mod gpus;
 mod judge;
 mod read;
 mod record;
@@ -20,6 +21,9 @@ mod sidecar;
 mod volumes;
 mod wire;
 
+pub use gpus::DEVICE_CLASS_RESOURCE;
+
+use crate::claims::PodClaims;
 use crate::error::Error;
 use crate::json::object::{Member, Object, Shape};
 use crate::preflight::{self, Reference};
@@ -72,13 +76,18 @@ pub struct Outcome<'a> {
     pub record: Option<String>,
 }
 
-/// Injects the configured cloud's fabric into `pod`, as its machine decides. On a rejection the
-/// pod may be half-changed and must be dropped.
-pub fn inject<'a>(pod: &mut Object<'_>, config: &Config<'a>) -> Result<Outcome<'a>, Error> {
-    let facts = match read::pod(pod, config)? {
+/// Injects the configured cloud's fabric into `pod`, as its machine decides, with its GPUs
+/// through DRA as `claims` read them (behaviour.md §3.10). On a rejection the pod may be
+/// half-changed and must be dropped.
+pub fn inject<'a>(
+    pod: &mut Object<'_>,
+    config: &Config<'a>,
+    claims: &PodClaims<'_>,
+) -> Result<Outcome<'a>, Error> {
+    let facts = match read::pod(pod, config, claims)? {
         Ok(facts) => facts,
         Err(declined) => {
-            let warnings = judge::declined(declined, config);
+            let warnings = judge::declined(declined, config)?;
             return Ok(Outcome {
                 warnings,
                 ..Outcome::default()

@@ -1,21 +1,24 @@
-//! The first step, read: what the pod has that decides its injection — its GPU containers, the
-//! machine its spec names (and so the fabric and its profile), the profile's volumes it declares
-//! already, its seccomp profiles, its device counts — or why it gets nothing. Nothing here changes
+//! The first step, read: what the pod has that decides its injection — its GPU containers
+//! ([`super::gpus`]: GPU resources and claims of GPUs), the machine its spec names (and so the
+//! fabric and its profile), the profile's volumes it declares already, its seccomp profiles, its
+//! device counts — or why it gets nothing. Nothing here changes
 //! the pod (it is borrowed shared), so the steps after it parse nothing more than they touch.
 //! The reads run in a fixed order: a pod malformed in several places is refused for the first.
 
 use std::borrow::Cow;
 
+use crate::claims::{PodClaims, Unread};
 use crate::clouds::Fabric;
 use crate::error::Error;
 use crate::json::object::Object;
 use crate::machine::{self, NodeFacts};
 use crate::merge::{object, text};
 use crate::placement::{self, Placement};
-use crate::profile::Profile;
+use crate::profile::{DeviceCount, Profile};
 use crate::settings::Config;
 
-use super::container::{GpuContainer, gpu_containers};
+use super::container::{GpuContainer, container_name, containers};
+use super::gpus;
 use super::volumes::Volumes;
 
 const POD_SECCOMP_ANNOTATION: &str = "seccomp.security.alpha.kubernetes.io/pod";
@@ -36,6 +39,12 @@ pub(super) struct Reading<'a> {
     pub(super) placement: Option<Placement>,
     /// `metadata.namespace`, which the API server sets from the request before admission.
     pub(super) namespace: Option<String>,
+    /// The pod's own claim of the fabric (behaviour.md §3.10): it stands for the device
+    /// requests, the policy's claim and the NICs' annotations.
+    pub(super) fabric_claim: Option<String>,
+    /// The warnings of its claims: those that could not be read, and GPUs that could not be
+    /// counted.
+    pub(super) claim_warnings: Vec<String>,
 }
 
 /// Why a pod the policy acts on gets nothing (behaviour.md §2, §3.7); [`super::judge`] says it.
@@ -44,6 +53,9 @@ pub(super) enum Declined {
     NoGpus {
         claims: bool,
     },
+    /// The pod's GPUs come only through claims, and some claim could not be read: its name,
+    /// the object it is made from, and why.
+    Unread(Vec<(String, String, Unread)>),
     Windows,
     /// The machine decides no fabric; its warnings say why.
     NoFabric(Vec<String>),
@@ -53,18 +65,36 @@ pub(super) enum Declined {
 pub(super) fn pod<'a>(
     pod: &Object<'_>,
     config: &Config<'a>,
+    claims: &PodClaims<'_>,
 ) -> Result<Result<Reading<'a>, Declined>, Error> {
     let mut seccomp = Seccomp::annotated(pod)?;
     let namespace = namespace_of(pod)?;
     let spec = object(pod, "spec")?;
-    let gpu_containers = match spec {
-        Some(spec) => gpu_containers(spec, &config.gpu_resources)?,
-        None => Vec::new(),
+    let gpus = match spec {
+        Some(spec) => Some(gpus::count(spec, config, claims)?),
+        None => None,
     };
-    let Some(spec) = spec.filter(|_| !gpu_containers.is_empty()) else {
-        let claims = spec.is_some_and(machine::has_claims);
-        return Ok(Err(Declined::NoGpus { claims }));
+    // No guess: a pod whose GPUs come only through claims is wired only when every claim of
+    // its containers could be read (behaviour.md §3.10).
+    if let Some(gpus) = gpus
+        .as_ref()
+        .filter(|g| !g.from_resources && !g.unread.is_empty())
+    {
+        return Ok(Err(Declined::Unread(gpus.unread.clone())));
+    }
+    let (spec, gpus) = match (spec, gpus) {
+        (Some(spec), Some(gpus)) if !gpus.containers.is_empty() => (spec, gpus),
+        (spec, _) => {
+            let claims = spec.is_some_and(machine::has_claims);
+            return Ok(Err(Declined::NoGpus { claims }));
+        }
     };
+    let gpus::Gpus {
+        containers: mut gpu_containers,
+        fabric_claim,
+        unread,
+        ..
+    } = gpus;
 
     // NCCL and every fabric here are Linux-only, and the API server forbids capabilities,
     // allowPrivilegeEscalation and seccomp in Windows pods.
@@ -74,7 +104,7 @@ pub(super) fn pod<'a>(
     }
 
     // The machine decides the fabric and changes the injection where the pod names it.
-    let mut node = machine::of(&config.cloud, spec)?;
+    let mut node = machine::of(&config.cloud, spec, fabric_claim.is_some())?;
     let Some(fabric) = node.fabric else {
         return Ok(Err(Declined::NoFabric(std::mem::take(&mut node.warnings))));
     };
@@ -82,8 +112,39 @@ pub(super) fn pod<'a>(
 
     let mut volumes = Volumes::read(spec, &profile.volumes)?;
     // A DRA-only machine's pod does without some of the fabric's volumes (behaviour.md §3.8).
-    if profile.claim.is_some() {
+    if profile.claim.is_some() || fabric_claim.is_some() {
         volumes.skip(node.dra_without);
+    }
+    let mut claim_warnings: Vec<String> = unread
+        .iter()
+        .map(|(claim, object, why)| unread_warning(claim, object, *why, false))
+        .collect();
+    // `All` is the node's GPUs: the machine's, else the fabric's whole node.
+    let node_gpus = node.gpus.or(profile.whole_node.map(|w| w.gpus));
+    let per_gpu = matches!(
+        profile.device.as_ref().map(|d| d.count),
+        Some(DeviceCount::PerGpu(_))
+    );
+    for gpu in &mut gpu_containers {
+        let Some((all, claim)) = &gpu.all else {
+            continue;
+        };
+        match node_gpus {
+            Some(node) => gpu.gpus = gpu.gpus.saturating_add(all.saturating_mul(node)),
+            None => {
+                gpu.uncounted = true;
+                if let (true, Some(device)) = (per_gpu && fabric_claim.is_none(), &profile.device) {
+                    let name = containers(spec).nth(gpu.index).map_or_else(
+                        || format!("#{}", gpu.index),
+                        |c| container_name(c, gpu.index),
+                    );
+                    claim_warnings.push(format!(
+                        "multi-node networking: container {name} claims every GPU of its node (allocationMode: All in claim {claim}), and the pod names no machine whose GPUs the policy knows: it gets no {} request; name the machine (node.kubernetes.io/instance-type) or give its row gpusPerNode under {}.instanceTypes",
+                        device.resource, device.cloud
+                    ));
+                }
+            }
+        }
     }
     // Not read where an annotation has decided already.
     if !seccomp.pod {
@@ -107,6 +168,8 @@ pub(super) fn pod<'a>(
         seccomp,
         placement,
         namespace,
+        fabric_claim,
+        claim_warnings,
     }))
 }
 
@@ -115,6 +178,27 @@ fn namespace_of(pod: &Object<'_>) -> Result<Option<String>, Error> {
     let metadata = object(pod, "metadata")?;
     let namespace = metadata.and_then(|m| m.get("namespace")).and_then(text);
     Ok(namespace.map(Cow::into_owned))
+}
+
+/// The warning about a claim whose GPUs could not be counted, `declined` where the pod is not
+/// wired for it.
+pub(super) fn unread_warning(claim: &str, object: &str, why: Unread, declined: bool) -> String {
+    let kind = object.split(' ').next().unwrap_or(object);
+    let (what, then) = if declined {
+        (
+            "multi-node networking not injected",
+            "the pod takes its GPUs only through DRA claims, and the policy does not guess them: let it read the claims (README, \"GPUs through DRA\") or request the GPUs as a resource",
+        )
+    } else {
+        (
+            "multi-node networking",
+            "its GPUs are not counted, and the pod is wired for the GPUs its containers request as resources",
+        )
+    };
+    format!(
+        "{what}: could not read the pod's claim {claim} ({object}): {}; {then}",
+        why.why(kind)
+    )
 }
 
 /// The seccomp profiles the pod sets: a GPU container that has one, by field or by the legacy

@@ -50,7 +50,8 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wi
     let profile = &facts.profile;
     // Read found the GPU containers in it.
     let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", JsonType::Object))?;
-    let claim = Claim::of(profile, facts.fabric.name);
+    // The pod's own claim of the fabric wins over the settings' (behaviour.md §3.10).
+    let claim = Claim::of(profile, facts.fabric.name).filter(|_| facts.fabric_claim.is_none());
     let mut wiring = each_gpu_container(spec, facts, claim)?;
     add_claim(spec, facts, &mut wiring)?;
     if let Some(sidecar) = &profile.sidecar {
@@ -63,7 +64,7 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wi
         .add_missing(spec, &profile.volumes, &wiring.mounted)?;
     wiring.changed |= added;
     wiring.present = present;
-    let claimed = wiring.claim.is_some();
+    let claimed = wiring.claim.is_some() || facts.fabric_claim.is_some();
     let devices = Devices {
         nics: facts.node.nics,
         device: wiring.devices,
@@ -85,7 +86,12 @@ fn each_gpu_container<'p>(
     let skipped = &facts.volumes.skipped;
     let additions = Additions {
         profile,
-        count: facts.placement.as_ref().map(|p| p.count),
+        // No device where the pod's own claim brings the fabric.
+        count: facts
+            .placement
+            .as_ref()
+            .map(|p| p.count)
+            .filter(|_| facts.fabric_claim.is_none()),
         claimed: claim.is_some(),
         env: RenderedItems::new(profile.env.iter()),
         mounts: RenderedItems::new(
@@ -113,12 +119,20 @@ fn each_gpu_container<'p>(
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
         return Err(malformed("spec.containers", JsonType::List));
     };
-    for &GpuContainer { index, gpus, .. } in &facts.gpu_containers {
+    for &GpuContainer {
+        index,
+        gpus,
+        uncounted,
+        fabric_claim,
+        ..
+    } in &facts.gpu_containers
+    {
         let Some(Node::Object(container)) = containers.get_mut(index) else {
             continue;
         };
         let name = container_name(container, index);
         let seccomp_set = facts.seccomp.set_for(&name);
+        let gpus = (!uncounted).then_some(gpus);
         let done = inject_container(container, &name, gpus, &additions, seccomp_set)
             .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
         wiring.changed |= done.changed;
@@ -136,7 +150,7 @@ fn each_gpu_container<'p>(
         wiring.containers.push(Wired {
             name,
             devices: profile.device.as_ref().map(|_| done.devices),
-            claim: None,
+            claim: facts.fabric_claim.clone().filter(|_| fabric_claim),
         });
     }
     Ok(wiring)

@@ -191,7 +191,7 @@ impl Reader {
 }
 
 /// Keeps the first of each repeated item, in order: a key or resource listed twice counts once.
-fn first_of_each(items: &mut Vec<Cow<'_, str>>) {
+pub(super) fn first_of_each(items: &mut Vec<Cow<'_, str>>) {
     let mut at = 0;
     while at < items.len() {
         if items[..at].contains(&items[at]) {

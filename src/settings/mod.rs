@@ -12,10 +12,15 @@
 
 mod attachments;
 mod block;
+mod classes;
 mod common;
 mod reader;
 mod rows;
 
+pub use classes::{
+    DEFAULT_FABRIC_DEVICE_CLASSES, DEFAULT_GPU_DEVICE_CLASSES, DeviceClasses,
+    FABRIC_DEVICE_CLASSES, GPU_DEVICE_CLASSES,
+};
 pub use common::{
     DEFAULT_GPU_RESOURCES, DEFAULT_OPT_OUTS, DEFAULT_OWNER_GROUPS, DEFAULT_OWNER_KINDS,
     DEFAULT_RECORD, DEFAULT_TRIGGERS,
@@ -57,6 +62,9 @@ pub struct Config<'a> {
     pub common: Common<'a>,
     /// The resources a container's GPUs are counted from (behaviour.md §2).
     pub gpu_resources: Vec<Cow<'a, str>>,
+    /// The DeviceClasses of GPUs and of fabrics, which a pod's DRA claims are read by
+    /// (behaviour.md §3.10).
+    pub device_classes: DeviceClasses<'a>,
     /// What a missing object the pod refers to gets (behaviour.md §9).
     pub preflight: Mode,
     /// The annotation the record is written under; `None` when `recordAnnotation` is `""`.
@@ -137,6 +145,7 @@ impl<'a> Config<'a> {
         let enabled = r.cloud_blocks(top, rows);
         let common = common.unwrap_or_else(|| r.common(top));
         let gpu_resources = r.gpu_resources(top);
+        let device_classes = r.device_classes(top);
         let preflight = r.preflight(top);
         let record = r.record(top, &common);
         let cloud = r.one_cloud(enabled);
@@ -145,6 +154,7 @@ impl<'a> Config<'a> {
                 cloud,
                 common,
                 gpu_resources,
+                device_classes,
                 preflight,
                 record,
             }),
@@ -160,6 +170,8 @@ impl Reader {
             COMMON_KEYS.contains(&key)
                 || key == GPU_RESOURCES
                 || key == PREFLIGHT
+                || key == GPU_DEVICE_CLASSES
+                || key == FABRIC_DEVICE_CLASSES
                 || clouds::ALL.iter().any(|cloud| cloud.name == key)
         };
         for (key, _) in top.members() {
@@ -168,7 +180,12 @@ impl Reader {
                     .iter()
                     .map(|cloud| cloud.name)
                     .chain(COMMON_KEYS)
-                    .chain([GPU_RESOURCES, PREFLIGHT])
+                    .chain([
+                        GPU_RESOURCES,
+                        GPU_DEVICE_CLASSES,
+                        FABRIC_DEVICE_CLASSES,
+                        PREFLIGHT,
+                    ])
                     .collect();
                 self.unknown_key(&Path::Root, key, &allowed);
             }

@@ -26,10 +26,11 @@
 //!   `corruption.rs` breaks them; `settings.rs`, `rows.rs` and `gcp.rs` build valid settings,
 //!   `any.rs` settings of any shape; `host.rs` the policy server's answers to the preflight;
 //!   `mod.rs` draws a case (settings and a pod) from them.
+//! - `generators/claims.rs`: the cluster's answers to a pod's claim reads, of every shape.
 //! - `run.rs` runs the policy; `api_rules.rs` and `inspect.rs` read what it answered.
 //! - The properties, by topic: `decision.rs` (every pod's answer), `mutation.rs` (what a mutation
-//!   may change), `injection.rs` (what it injects), `preflight.rs` (the host calls),
-//!   `robustness.rs` (no panics, settings refused as they should be).
+//!   may change), `injection.rs` (what it injects), `preflight.rs` (the host calls), `claims.rs`
+//!   (GPUs through DRA claims), `robustness.rs` (no panics, settings refused as they should be).
 //! - `coverage.rs`: the generators produce the cases the properties are about.
 //! - `regressions.rs`: inputs the properties and the fuzzer found, minimized.
 
@@ -39,6 +40,7 @@ mod claim_rules;
 mod patch_rule;
 
 mod api_rules;
+mod claims;
 mod coverage;
 mod decision;
 mod generators;

@@ -693,6 +693,24 @@ fn cases() -> Result<Vec<Case>> {
             expect: Expect::Mutate,
             cluster: None,
         },
+        // GPUs through a DRA claim: its template read with one host call (behaviour.md §3.10).
+        Case {
+            name: "8-GPU worker, GPUs through a DRA claim (Kubeflow PyTorchJob)".to_string(),
+            cloud: "aws",
+            settings: settings("aws")?,
+            pod: gpus_through_a_claim(pytorchjob_worker())?,
+            expect: Expect::Mutate,
+            cluster: Some(Cluster {
+                objects: vec![json!({
+                    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                    "metadata": {"namespace": "default", "name": "eight-gpus"},
+                    "spec": {"spec": {"devices": {"requests": [
+                        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8}}
+                    ]}}},
+                })],
+                ..Cluster::default()
+            }),
+        },
         case(
             "30 containers, 1 GPU each",
             SCALING_CLOUD,
@@ -722,6 +740,24 @@ fn cases() -> Result<Vec<Case>> {
             Expect::Mutate,
         )?,
     ])
+}
+
+/// `pod` with its first container's `nvidia.com/gpu` taken through a claim of the template
+/// `eight-gpus` instead, in namespace `default`.
+fn gpus_through_a_claim(mut pod: Value) -> Result<Value> {
+    pod["metadata"]["namespace"] = json!("default");
+    let resources = pod["spec"]["containers"][0]["resources"]
+        .as_object_mut()
+        .context("the first container's resources")?;
+    for side in ["requests", "limits"] {
+        if let Some(quantities) = resources.get_mut(side).and_then(Value::as_object_mut) {
+            quantities.remove("nvidia.com/gpu");
+        }
+    }
+    resources.insert("claims".into(), json!([{"name": "gpus"}]));
+    pod["spec"]["resourceClaims"] =
+        json!([{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]);
+    Ok(pod)
 }
 
 /// Checks that the three functions answer what the case expects, so that the timings are of the

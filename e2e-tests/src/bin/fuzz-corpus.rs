@@ -2,7 +2,8 @@
 //! every case's request as a `validate` payload, every settings block as a `validate_settings`
 //! input, and every pod (and every expected mutated pod) with its case's settings as an
 //! `opted_in` input (settings, a NUL byte, the pod; for the cases with cluster state, again with
-//! a NUL byte and a host answer). File names are
+//! a NUL byte and a host answer); and every claim object of the cases' fixture clusters, as the
+//! host's list answer, for `claims`. File names are
 //! content hashes, so running it again adds nothing new.
 //!
 //! Usage: `fuzz-corpus [DIR]`, DIR defaulting to `fuzz/corpus`.
@@ -45,6 +46,19 @@ fn main() -> Result<()> {
                     with_answer.extend(answer.as_bytes());
                     written += write(&out.join("opted_in"), &with_answer)?;
                 }
+            }
+        }
+    }
+    // The claims target's seeds: the list answers the cases' fixture clusters give to a claim
+    // read, each claim object of theirs in a list (behaviour.md §3.10).
+    for (_, case) in cases::load::<Case>(&root.join("cases"))? {
+        for object in case.cluster.iter().flat_map(|c| c.objects.iter()) {
+            if object["kind"] == "ResourceClaimTemplate" || object["kind"] == "ResourceClaim" {
+                let mut claim = object.clone();
+                claim["metadata"]["name"] = json!("eight-gpus");
+                let list =
+                    json!({"apiVersion": "resource.k8s.io/v1", "kind": "List", "items": [claim]});
+                written += write(&out.join("claims"), &serde_json::to_vec(&list)?)?;
             }
         }
     }

@@ -10,6 +10,7 @@ use pods::pod;
 use settings::{preflight_setting, valid_settings};
 
 pub(crate) mod any;
+pub(crate) mod claims;
 pub(crate) mod containers;
 pub(crate) mod corruption;
 pub(crate) mod gcp;

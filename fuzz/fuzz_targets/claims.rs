@@ -1,0 +1,73 @@
+//! The cluster's answer to a pod's claim reads (behaviour.md §3.10): the fuzzer's bytes are what
+//! the host answers every `ResourceClaimTemplate` and `ResourceClaim` read, for opted-in pods whose
+//! containers name claims (one from a template, one made ahead, one shared), on every cloud. Beyond
+//! "no panic": the answer is the SDK's response with a boolean `accepted`, no object is asked for
+//! twice in one request, and the answer reader alone, given the same bytes, never panics either.
+#![no_main]
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use fixtures::{create_payload, volcano_worker};
+use libfuzzer_sys::fuzz_target;
+use multinode_networking_policy::admission;
+use multinode_networking_policy::claims::{Classes, Holder, read_answer};
+use serde_json::{Value, json};
+
+fn pod() -> Value {
+    let mut pod = volcano_worker(
+        json!({fixtures::TRIGGER: "true"}),
+        json!({
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+            "resourceClaims": [
+                {"name": "gpus", "resourceClaimTemplateName": "eight-gpus"},
+                {"name": "made", "resourceClaimName": "made-ahead"},
+                {"name": "again", "resourceClaimTemplateName": "eight-gpus"},
+            ],
+            "containers": [
+                {"name": "a", "resources": {"claims": [{"name": "gpus"}, {"name": "made"}]}},
+                {"name": "b", "resources": {"claims": [{"name": "gpus"}, {"name": "again"}], "limits": {"nvidia.com/gpu": "2"}}},
+            ],
+        }),
+    );
+    pod["metadata"]["namespace"] = json!("jobs");
+    pod
+}
+
+fuzz_target!(|data: &[u8]| {
+    let gpu = [Cow::Borrowed("gpu.nvidia.com"), Cow::Borrowed("gpu.amd.com")];
+    let fabric = [Cow::Borrowed("efa.networking.k8s.aws")];
+    let classes = Classes {
+        gpu: &gpu,
+        fabric: &fabric,
+    };
+    for holder in [Holder::Template, Holder::Claim] {
+        let _ = read_answer(data, "eight-gpus", holder, &classes);
+    }
+    for settings in [
+        json!({"aws": {"enabled": true}}),
+        json!({"azure": {"enabled": true}, "preflight": "reject"}),
+        json!({"gcp": {"enabled": true}}),
+        json!({"oci": {"enabled": true}, "fabricDeviceClasses": ["gpu.nvidia.com"]}),
+    ] {
+        let calls = RefCell::new(Vec::new());
+        let host = |request: &[u8]| {
+            calls.borrow_mut().push(request.to_vec());
+            let asked: Value = serde_json::from_slice(request).expect("the policy writes JSON");
+            let kind = asked["kind"].as_str().unwrap_or_default();
+            if kind.starts_with("ResourceClaim") {
+                Some(data.to_vec())
+            } else {
+                Some(br#"{"items":[]}"#.to_vec())
+            }
+        };
+        let answer = admission::validate_with(&create_payload(&pod(), &settings), &host);
+        let answer: Value = serde_json::from_slice(&answer).expect("the answer is JSON");
+        assert!(answer["accepted"].is_boolean(), "{answer}");
+        let mut calls = calls.into_inner();
+        let made = calls.len();
+        calls.sort();
+        calls.dedup();
+        assert_eq!(calls.len(), made, "an object was asked for twice");
+    }
+});
