@@ -4,14 +4,17 @@
 use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
+use crate::added::Added;
 use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
 use crate::json::lenient;
 use crate::json::object;
+use crate::pod_security;
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config};
 use crate::trigger::{self, Decision};
+use serde_json::Value;
 
 /// The answer to one admission request.
 #[derive(Debug, PartialEq)]
@@ -147,12 +150,40 @@ fn inject(
     match outcome {
         Ok(Outcome {
             changed: true,
-            warnings,
+            mut warnings,
             record,
             ..
         }) => {
             let mut text = Vec::with_capacity(request.unwrap_or(payload).len() * 2);
             pod.write(&mut text);
+            // What the pod gains, read only where something needs it: a namespace whose Pod
+            // Security level may refuse it, or the validate-only answer.
+            let mut added = None;
+            let mut what_is_added = || {
+                added
+                    .get_or_insert_with(|| added_to(payload, request, &text, config))
+                    .clone()
+            };
+            if let Some((namespace, host)) = preflight {
+                if let Some(level) = pod_security::read_level(namespace, config.preflight, host) {
+                    match pod_security::check(level, &what_is_added(), namespace, config.preflight)
+                    {
+                        Ok(warning) => warnings.extend(warning),
+                        Err(error) => return refuse(error),
+                    }
+                }
+            }
+            if config.validate_only {
+                let fabric = record.as_deref().and_then(fabric_of).unwrap_or_default();
+                return Verdict::Reject {
+                    message: crate::validate::refusal(
+                        &what_is_added(),
+                        config.cloud.cloud.name,
+                        &fabric,
+                        config.record.as_deref(),
+                    ),
+                };
+            }
             Verdict::Mutate {
                 pod: text,
                 warnings,
@@ -166,6 +197,31 @@ fn inject(
         }) => accept(warnings),
         Err(error) => refuse(error),
     }
+}
+
+/// What the policy adds to the pod of `payload` (its `request` where given), `mutated` being
+/// the pod it answers.
+fn added_to(payload: &str, request: Option<&str>, mutated: &[u8], config: &Config<'_>) -> Added {
+    let object = |text: &str, keys: &[&str]| {
+        let mut value = serde_json::from_str::<Value>(text).ok()?;
+        for key in keys {
+            value = value.get_mut(*key).map(Value::take)?;
+        }
+        Some(value)
+    };
+    let before = request
+        .and_then(|text| object(text, &["object"]))
+        .or_else(|| object(payload, &["request", "object"]))
+        .unwrap_or_default();
+    let after = serde_json::from_slice::<Value>(mutated).unwrap_or_default();
+    Added::of(&before, &after, config.record.as_deref())
+}
+
+/// The fabric a record (a JSON string holding the record's JSON) names.
+fn fabric_of(record: &str) -> Option<String> {
+    let text: String = serde_json::from_str(record).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    value.get("fabric")?.as_str().map(str::to_string)
 }
 
 fn accept(warnings: Vec<String>) -> Verdict {

@@ -46,6 +46,7 @@ const COMMON_KEYS: [&str; 5] = [
 const RECORD: &str = "recordAnnotation";
 const GPU_RESOURCES: &str = "gpuResources";
 const PREFLIGHT: &str = "preflight";
+const VALIDATE_ONLY: &str = "validateOnly";
 const INSTANCE_TYPES: &str = "instanceTypes";
 
 /// Validated settings: what the rest of the policy works from.
@@ -60,6 +61,8 @@ pub struct Config<'a> {
     pub preflight: Mode,
     /// The annotation the record is written under; `None` when `recordAnnotation` is `""`.
     pub record: Option<Cow<'a, str>>,
+    /// Refuse a pod that would be changed instead of changing it (behaviour.md §10).
+    pub validate_only: bool,
 }
 
 /// The settings that decide whether a pod is the policy's (behaviour.md §2): all that is read
@@ -138,6 +141,7 @@ impl<'a> Config<'a> {
         let gpu_resources = r.gpu_resources(top);
         let preflight = r.preflight(top);
         let record = r.record(top, &common);
+        let validate_only = r.validate_only(top);
         let cloud = r.one_cloud(enabled);
         match cloud {
             Some(cloud) if r.errors.is_empty() => Ok(Config {
@@ -146,6 +150,7 @@ impl<'a> Config<'a> {
                 gpu_resources,
                 preflight,
                 record,
+                validate_only,
             }),
             _ => Err(Error::Settings(r.errors)),
         }
@@ -159,6 +164,7 @@ impl Reader {
             COMMON_KEYS.contains(&key)
                 || key == GPU_RESOURCES
                 || key == PREFLIGHT
+                || key == VALIDATE_ONLY
                 || clouds::ALL.iter().any(|cloud| cloud.name == key)
         };
         for (key, _) in top.members() {
@@ -167,7 +173,7 @@ impl Reader {
                     .iter()
                     .map(|cloud| cloud.name)
                     .chain(COMMON_KEYS)
-                    .chain([GPU_RESOURCES, PREFLIGHT])
+                    .chain([GPU_RESOURCES, PREFLIGHT, VALIDATE_ONLY])
                     .collect();
                 self.unknown_key(&Path::Root, key, &allowed);
             }
