@@ -23,7 +23,7 @@ pub struct Added {
     pub claims: Vec<String>,
     /// Annotations the pod did not have, or whose value changed (the Multus list extended); the
     /// record is left out.
-    pub annotations: Vec<(String, String)>,
+    pub annotations: Vec<Annotation>,
 }
 
 /// What one container gained (or, for a sidecar, has).
@@ -44,6 +44,15 @@ pub struct Container {
     pub security: Vec<String>,
     /// `securityContext.privileged: true`.
     pub privileged: bool,
+}
+
+/// An annotation the pod gained, or whose value the policy extended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    pub key: String,
+    /// The pod's own value, where it had one.
+    pub before: Option<String>,
+    pub value: String,
 }
 
 /// A volume the pod gained.
@@ -118,8 +127,13 @@ impl Added {
         let (was, is) = (annotations(before), annotations(after));
         for (key, value) in &is {
             let value = value.as_str().unwrap_or_default();
-            if Some(key.as_str()) != record && was.get(key).and_then(Value::as_str) != Some(value) {
-                added.annotations.push((key.clone(), value.to_string()));
+            let before = was.get(key).and_then(Value::as_str);
+            if Some(key.as_str()) != record && before != Some(value) {
+                added.annotations.push(Annotation {
+                    key: key.clone(),
+                    before: before.map(str::to_string),
+                    value: value.to_string(),
+                });
             }
         }
         added
@@ -312,10 +326,11 @@ mod tests {
         assert_eq!(added.claims, vec!["efa"]);
         assert_eq!(
             added.annotations,
-            vec![(
-                "k8s.v1.cni.cncf.io/networks".to_string(),
-                "n/x,n/x".to_string()
-            )]
+            vec![Annotation {
+                key: "k8s.v1.cni.cncf.io/networks".to_string(),
+                before: Some("n/x".to_string()),
+                value: "n/x,n/x".to_string()
+            }]
         );
         assert!(Added::of(&after, &after, Some("rec")).is_empty());
         assert!(!added.is_empty());

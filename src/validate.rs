@@ -5,7 +5,9 @@
 //! is what Kubewarden's audit scanner needs: it ignores a patch, and only a refusal is a `fail`
 //! in its report.
 
-use crate::added::{Added, Container};
+use serde_json::Value;
+
+use crate::added::{Added, Annotation, Container};
 
 /// The refusal of a pod the injector would change: `added` is what it would add, `cloud` and
 /// `fabric` what it would wire, `record` the annotation a wired pod carries (`None` when
@@ -25,11 +27,11 @@ pub fn refusal(added: &Added, cloud: &str, fabric: &str, record: Option<&str>) -
         let names: Vec<&str> = added.volumes.iter().map(|v| v.name.as_str()).collect();
         parts.push(format!("volumes {}", names.join(" ")));
     }
-    for (key, value) in &added.annotations {
-        parts.push(if key == crate::multus::ANNOTATION {
-            format!("networks {value}")
+    for annotation in &added.annotations {
+        parts.push(if annotation.key == crate::multus::ANNOTATION {
+            format!("networks {}", networks(annotation))
         } else {
-            format!("annotation {key}")
+            format!("annotation {}", annotation.key)
         });
     }
     if parts.is_empty() {
@@ -65,6 +67,50 @@ fn container(c: &Container) -> String {
         }
     }
     format!("container {}: {}", c.name, items.join(", "))
+}
+
+/// The Multus attachments the policy adds, by network: `64×network-operator/sriov-net`. Either
+/// form of the annotation (behaviour.md §4) is read; an entry that cannot be read is left out.
+fn networks(annotation: &Annotation) -> String {
+    fn entries(value: &str) -> Vec<String> {
+        let value = value.trim();
+        if value.starts_with('[') {
+            let list: Vec<Value> = serde_json::from_str(value).unwrap_or_default();
+            list.iter()
+                .filter_map(|entry| {
+                    let name = entry.get("name")?.as_str()?;
+                    Some(match entry.get("namespace").and_then(Value::as_str) {
+                        Some(namespace) => format!("{namespace}/{name}"),
+                        None => name.to_string(),
+                    })
+                })
+                .collect()
+        } else {
+            value
+                .split(',')
+                .map(|entry| entry.trim().split('@').next().unwrap_or_default())
+                .filter(|entry| !entry.is_empty())
+                .map(str::to_string)
+                .collect()
+        }
+    }
+    let mut before = entries(annotation.before.as_deref().unwrap_or_default());
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for entry in entries(&annotation.value) {
+        if let Some(at) = before.iter().position(|had| had == &entry) {
+            before.remove(at);
+            continue;
+        }
+        match counts.iter_mut().find(|(network, _)| network == &entry) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((entry, 1)),
+        }
+    }
+    let counted: Vec<String> = counts
+        .iter()
+        .map(|(network, count)| format!("{count}×{network}"))
+        .collect();
+    counted.join(" ")
 }
 
 /// `text` with every line break and other control character a blank.
@@ -103,19 +149,54 @@ mod tests {
                 host_path: true,
             }],
             claims: vec![],
-            annotations: vec![(
-                "k8s.v1.cni.cncf.io/networks".into(),
-                "net/sriov,\nnet/sriov".into(),
-            )],
+            annotations: vec![
+                Annotation {
+                    key: "k8s.v1.cni.cncf.io/networks".into(),
+                    before: Some("mine/own, net/sriov@net1".into()),
+                    value: "mine/own, net/sriov@net1,net/sriov,\nnet/sriov,other/x".into(),
+                },
+                Annotation {
+                    key: "networking.gke.io/interfaces".into(),
+                    before: None,
+                    value: "[\n{}]".into(),
+                },
+            ],
         };
         assert_eq!(
             refusal(&added, "aws", "efa", Some("example.com/injected")),
-            "multi-node networking: this pod lacks the aws efa fabric the policy gives it: container worker: vpc.amazonaws.com/efa 32, env FI_PROVIDER FI_EFA_USE_DEVICE_RDMA, mounts efa-libs, capabilities IPC_LOCK; sidecar tcpxo-daemon; volumes efa-libs; networks net/sriov, net/sriov; a pod the policy wired carries the annotation example.com/injected (validateOnly)"
+            "multi-node networking: this pod lacks the aws efa fabric the policy gives it: container worker: vpc.amazonaws.com/efa 32, env FI_PROVIDER FI_EFA_USE_DEVICE_RDMA, mounts efa-libs, capabilities IPC_LOCK; sidecar tcpxo-daemon; volumes efa-libs; networks 2×net/sriov 1×other/x; annotation networking.gke.io/interfaces; a pod the policy wired carries the annotation example.com/injected (validateOnly)"
         );
         let none = refusal(&Added::default(), "gcp", "tcpxo", None);
         assert_eq!(
             none,
             "multi-node networking: this pod lacks the gcp tcpxo fabric the policy gives it: what the policy adds; the policy writes no record on a wired pod (recordAnnotation is \"\") (validateOnly)"
         );
+    }
+}
+
+#[cfg(test)]
+mod networks {
+    use super::*;
+
+    fn added(before: Option<&str>, value: &str) -> String {
+        networks(&Annotation {
+            key: crate::multus::ANNOTATION.into(),
+            before: before.map(str::to_string),
+            value: value.into(),
+        })
+    }
+
+    #[test]
+    fn counts_the_attachments_added_in_either_form() {
+        assert_eq!(added(None, "n/a,n/a,n/a"), "3×n/a");
+        assert_eq!(added(Some("n/a@eth1"), "n/a@eth1, n/a"), "1×n/a");
+        assert_eq!(
+            added(
+                Some(r#"[{"name":"a","namespace":"n"}]"#),
+                r#"[{"name":"a","namespace":"n"},{"name":"a","namespace":"n"},{"name":"b"}]"#
+            ),
+            "1×n/a 1×b"
+        );
+        assert_eq!(added(None, "[not json"), "");
     }
 }
