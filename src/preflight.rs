@@ -374,7 +374,16 @@ mod tests {
             );
             assert!(metadata.contains(&listed), "{listed}");
         }
-        assert_eq!(metadata.matches("\n    kind: ").count(), KINDS.len());
+        // And the pod's namespace, which the Pod Security check reads (behaviour.md §11).
+        assert!(metadata.contains("  - apiVersion: v1\n    kind: Namespace\n"));
+        assert_eq!(metadata.matches("\n    kind: ").count(), KINDS.len() + 1);
+        // Every host call the module makes, as Kubewarden names them.
+        for operation in [LIST, crate::pod_security::GET] {
+            assert!(
+                metadata.contains(&format!("\n  - kubernetes/{operation}\n")),
+                "{operation}"
+            );
+        }
     }
 
     #[test]
