@@ -8,7 +8,11 @@
 //! members. So each of the pod's containers is compared with the one at its index, and what the
 //! pod did not have is new; a container at an index the pod did not have is the fabric's daemon.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+
+use crate::json::lenient::{Loose, Members, Text, items, members, read, string};
 
 /// Everything the injection added, in the pod's order.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -64,75 +68,97 @@ pub struct Volume {
 }
 
 impl Added {
-    /// What `after`, the pod the policy answers, has that `before`, the pod it was sent, has not.
-    /// `record` is the record's annotation, left out. Values of unexpected types read as absent.
-    pub fn of(before: &Value, after: &Value, record: Option<&str>) -> Added {
-        let spec = |pod: &'_ Value| pod.get("spec").cloned().unwrap_or(Value::Null);
-        let (old, new) = (spec(before), spec(after));
+    /// What `after`, the pod the policy answers, has that `before`, the pod it was sent, has not,
+    /// both as JSON text. `record` is the record's annotation, left out. Values of unexpected
+    /// types read as absent.
+    pub fn of(before: &str, after: &str, record: Option<&str>) -> Added {
+        let (before, after) = (object_of(before), object_of(after));
+        let (old, new) = (object(before.get("spec")), object(after.get("spec")));
         let mut added = Added::default();
         let old_containers = list(&old, "containers");
-        for (index, container) in list(&new, "containers").iter().enumerate() {
+        for (index, container) in list(&new, "containers").into_iter().enumerate() {
+            let container = members(container);
             match old_containers.get(index) {
                 Some(was) => {
-                    let gained = Container::gained(was, container, index);
+                    let gained = Container::gained(&members(was), &container, index);
                     if !gained.is_empty() {
                         added.containers.push(gained);
                     }
                 }
-                None => added
-                    .sidecars
-                    .push(Container::gained(&Value::Null, container, index)),
+                None => {
+                    added
+                        .sidecars
+                        .push(Container::gained(&Members::default(), &container, index))
+                }
             }
         }
         let old_init = list(&old, "initContainers");
-        let has_name = |name: &str| {
-            old_init
-                .iter()
-                .chain(old_containers)
-                .any(|c| c.get("name").and_then(Value::as_str) == Some(name))
-        };
-        for (index, container) in list(&new, "initContainers").iter().enumerate() {
-            let name = container.get("name").and_then(Value::as_str).unwrap_or("");
-            if index >= old_init.len() && !has_name(name) {
+        let had: Vec<Cow<'_, str>> = names(&old_init)
+            .into_iter()
+            .chain(names(&old_containers))
+            .collect();
+        for (index, container) in list(&new, "initContainers").into_iter().enumerate() {
+            let container = members(container);
+            let name = container.get("name").and_then(string).unwrap_or_default();
+            if index >= old_init.len() && !had.contains(&name) {
                 added
                     .sidecars
-                    .push(Container::gained(&Value::Null, container, index));
+                    .push(Container::gained(&Members::default(), &container, index));
             }
         }
-        let old_volumes = names(list(&old, "volumes"));
+        let old_volumes = names(&list(&old, "volumes"));
         for volume in list(&new, "volumes") {
-            let Some(name) = volume.get("name").and_then(Value::as_str) else {
+            let volume = members(volume);
+            let Some(name) = volume.get("name").and_then(string) else {
                 continue;
             };
             if !old_volumes.contains(&name) {
                 added.volumes.push(Volume {
-                    name: name.to_string(),
-                    host_path: volume.get("hostPath").is_some_and(|p| !p.is_null()),
+                    name: name.into_owned(),
+                    host_path: volume.get("hostPath").is_some_and(|p| p.get() != "null"),
                 });
             }
         }
-        let old_claims = names(list(&old, "resourceClaims"));
-        added.claims = names(list(&new, "resourceClaims"))
-            .into_iter()
-            .filter(|name| !old_claims.contains(name))
-            .map(str::to_string)
-            .collect();
-        let annotations = |pod: &'_ Value| {
-            pod.get("metadata")
-                .and_then(|m| m.get("annotations"))
-                .and_then(Value::as_object)
-                .cloned()
+        added.claims = new_names(&list(&old, "resourceClaims"), &list(&new, "resourceClaims"));
+        let annotations = |pod: &Members<'_>| {
+            let metadata = object(pod.get("metadata"));
+            metadata
+                .get("annotations")
+                .map(|a| {
+                    members(a)
+                        .0
+                        .into_iter()
+                        .map(|(k, v)| (k.into_owned(), v.get().to_string()))
+                        .collect::<Vec<_>>()
+                })
                 .unwrap_or_default()
         };
-        let (was, is) = (annotations(before), annotations(after));
-        for (key, value) in &is {
-            let value = value.as_str().unwrap_or_default();
-            let before = was.get(key).and_then(Value::as_str);
-            if Some(key.as_str()) != record && before != Some(value) {
+        let (was, is) = (annotations(&before), annotations(&after));
+        let last = |all: &[(String, String)], key: &str| {
+            all.iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let mut keys: Vec<&String> = is.iter().map(|(k, _)| k).collect();
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let text = |raw: Option<String>| {
+                raw.and_then(|raw| {
+                    read::<Loose<Text<'_>>>(&raw)
+                        .ok()
+                        .and_then(|t| t.0.0)
+                        .map(Cow::into_owned)
+                })
+            };
+            let value = text(last(&is, key)).unwrap_or_default();
+            let before = text(last(&was, key));
+            if Some(key.as_str()) != record && before.as_deref() != Some(value.as_str()) {
                 added.annotations.push(Annotation {
                     key: key.clone(),
-                    before: before.map(str::to_string),
-                    value: value.to_string(),
+                    before,
+                    value,
                 });
             }
         }
@@ -151,63 +177,67 @@ impl Added {
 }
 
 impl Container {
-    fn named(container: &Value, index: usize) -> Container {
-        Container {
-            name: match container.get("name").and_then(Value::as_str) {
-                Some(name) => name.to_string(),
+    /// What `after` has that `before` has not (`before` empty: all of it).
+    fn gained(before: &Members<'_>, after: &Members<'_>, index: usize) -> Container {
+        let mut gained = Container {
+            name: match after.get("name").and_then(string) {
+                Some(name) => name.into_owned(),
                 None => format!("#{index}"),
             },
             ..Container::default()
-        }
-    }
-
-    /// What `after` has that `before` has not (`before` null: all of it).
-    fn gained(before: &Value, after: &Value, index: usize) -> Container {
-        let mut gained = Container::named(after, index);
-        let resources = |c: &Value, part: &str| object(c.get("resources"), part);
+        };
+        let (old, new) = (
+            object(before.get("resources")),
+            object(after.get("resources")),
+        );
         for part in ["limits", "requests"] {
-            let old = resources(before, part);
-            for (name, value) in &resources(after, part) {
-                let quantity = match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let new = !old.contains_key(name);
-                if new && !gained.resources.iter().any(|(n, _)| n == name) {
-                    gained.resources.push((name.clone(), quantity));
+            let had = keys(&object(old.get(part)));
+            let part = object(new.get(part));
+            let mut names = keys(&part);
+            names.sort();
+            for name in names {
+                let known = gained
+                    .resources
+                    .iter()
+                    .any(|(n, _)| n.as_str() == name.as_ref());
+                if had.contains(&name) || known {
+                    continue;
                 }
+                let quantity = part.get(&name).map_or(String::new(), |raw| {
+                    string(raw).map_or_else(|| raw.get().to_string(), Cow::into_owned)
+                });
+                gained.resources.push((name.into_owned(), quantity));
             }
         }
-        let claims = |c: &Value| {
-            let none: &[Value] = &[];
-            c.get("resources")
-                .map_or(none, |r| list(r, "claims"))
-                .to_vec()
-        };
-        gained.claims = new_names(&claims(before), &claims(after));
-        gained.env = new_names(list(before, "env"), list(after, "env"));
-        gained.mounts = new_names(list(before, "volumeMounts"), list(after, "volumeMounts"));
-        let security = |c: &Value| object(Some(c), "securityContext");
-        let (old, new) = (security(before), security(after));
-        let added_caps = |sc: &Map<String, Value>| -> Vec<String> {
-            sc.get("capabilities")
-                .map_or(&[][..], |caps| list(caps, "add"))
-                .iter()
-                .filter_map(|c| c.as_str().map(str::to_string))
+        gained.claims = new_names(&list(&old, "claims"), &list(&new, "claims"));
+        gained.env = new_names(&list(before, "env"), &list(after, "env"));
+        gained.mounts = new_names(&list(before, "volumeMounts"), &list(after, "volumeMounts"));
+        let (old, new) = (
+            object(before.get("securityContext")),
+            object(after.get("securityContext")),
+        );
+        let added_capabilities = |context: &Members<'_>| -> Vec<String> {
+            list(&object(context.get("capabilities")), "add")
+                .into_iter()
+                .filter_map(|c| string(c).map(Cow::into_owned))
                 .collect()
         };
-        let had = added_caps(&old);
-        gained.capabilities = added_caps(&new)
+        let had = added_capabilities(&old);
+        gained.capabilities = added_capabilities(&new)
             .into_iter()
             .filter(|c| !had.contains(c))
             .collect();
-        gained.security = new
-            .keys()
-            .filter(|key| *key != "capabilities" && !old.contains_key(*key))
-            .cloned()
+        let had = keys(&old);
+        let mut fields: Vec<Cow<'_, str>> = keys(&new)
+            .into_iter()
+            .filter(|key| key != "capabilities" && !had.contains(key))
             .collect();
-        gained.privileged = gained.security.iter().any(|k| k == "privileged")
-            && new.get("privileged") == Some(&Value::Bool(true));
+        fields.sort();
+        gained.privileged = fields.iter().any(|k| k == "privileged")
+            && new
+                .get("privileged")
+                .is_some_and(|p| p.get().trim() == "true");
+        gained.security = fields.into_iter().map(Cow::into_owned).collect();
         gained
     }
 
@@ -222,38 +252,49 @@ impl Container {
     }
 }
 
-/// `value[key]` as a list; anything else is empty.
-fn list<'v>(value: &'v Value, key: &str) -> &'v [Value] {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// `value[key]` as an object; anything else is empty.
-fn object(value: Option<&Value>, key: &str) -> Map<String, Value> {
-    value
-        .and_then(|v| v.get(key))
-        .and_then(Value::as_object)
-        .cloned()
+/// The members of the object `text` holds; none for anything else.
+fn object_of(text: &str) -> Members<'_> {
+    read::<Loose<Members<'_>>>(text)
+        .map(|members| members.0)
         .unwrap_or_default()
 }
 
+/// The members of `raw` where it is an object; none otherwise.
+fn object<'a>(raw: Option<&'a RawValue>) -> Members<'a> {
+    raw.map(members).unwrap_or_default()
+}
+
+/// `object[key]` as a list; anything else is empty.
+fn list<'a>(object: &Members<'a>, key: &str) -> Vec<&'a RawValue> {
+    object.get(key).map(items).unwrap_or_default()
+}
+
+/// An object's keys, each once.
+fn keys<'a>(object: &Members<'a>) -> Vec<Cow<'a, str>> {
+    let mut keys: Vec<Cow<'a, str>> = Vec::with_capacity(object.0.len());
+    for (key, _) in &object.0 {
+        if !keys.contains(key) {
+            keys.push(key.clone());
+        }
+    }
+    keys
+}
+
 /// The `name` of each entry that has one.
-fn names(entries: &[Value]) -> Vec<&str> {
+fn names<'a>(entries: &[&'a RawValue]) -> Vec<Cow<'a, str>> {
     entries
         .iter()
-        .filter_map(|e| e.get("name").and_then(Value::as_str))
+        .filter_map(|e| members(e).get("name").and_then(string))
         .collect()
 }
 
 /// The names in `after` that `before` lacks, in `after`'s order.
-fn new_names(before: &[Value], after: &[Value]) -> Vec<String> {
+fn new_names(before: &[&RawValue], after: &[&RawValue]) -> Vec<String> {
     let old = names(before);
     names(after)
         .into_iter()
         .filter(|name| !old.contains(name))
-        .map(str::to_string)
+        .map(Cow::into_owned)
         .collect()
 }
 
@@ -298,6 +339,7 @@ mod tests {
                 "resourceClaims": [{"name": "efa", "resourceClaimTemplateName": "efa-8"}]
             }
         });
+        let (before, after) = (before.to_string(), after.to_string());
         let added = Added::of(&before, &after, Some("rec"));
         assert_eq!(added.containers.len(), 1);
         let worker = &added.containers[0];
@@ -339,16 +381,18 @@ mod tests {
     #[test]
     fn anything_unexpected_reads_as_absent() {
         for value in [
-            json!(null),
-            json!(3),
-            json!({"spec": 1}),
-            json!({"spec": {"containers": {}}}),
+            "null",
+            "3",
+            r#"{"spec": 1}"#,
+            r#"{"spec": {"containers": {}}}"#,
+            "{",
+            "",
         ] {
-            assert!(Added::of(&value, &value, None).is_empty(), "{value}");
+            assert!(Added::of(value, value, None).is_empty(), "{value}");
         }
         let added = Added::of(
-            &json!({}),
-            &json!({"spec": {"containers": [{"env": [{"name": "A"}]}]}}),
+            "{}",
+            r#"{"spec": {"containers": [{"env": [{"name": "A"}]}]}}"#,
             None,
         );
         assert_eq!(added.sidecars[0].name, "#0");

@@ -8,13 +8,12 @@ use crate::added::Added;
 use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
-use crate::json::lenient;
+use crate::json::lenient::{self, Loose, Members, Text};
 use crate::json::object;
 use crate::pod_security;
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config};
 use crate::trigger::{self, Decision};
-use serde_json::Value;
 
 /// The answer to one admission request.
 #[derive(Debug, PartialEq)]
@@ -202,26 +201,30 @@ fn inject(
 /// What the policy adds to the pod of `payload` (its `request` where given), `mutated` being
 /// the pod it answers.
 fn added_to(payload: &str, request: Option<&str>, mutated: &[u8], config: &Config<'_>) -> Added {
-    let object = |text: &str, keys: &[&str]| {
-        let mut value = serde_json::from_str::<Value>(text).ok()?;
-        for key in keys {
-            value = value.get_mut(*key).map(Value::take)?;
-        }
-        Some(value)
-    };
+    fn object(text: &str) -> Option<Members<'_>> {
+        lenient::read::<Loose<Members<'_>>>(text).ok().map(|m| m.0)
+    }
     let before = request
-        .and_then(|text| object(text, &["object"]))
-        .or_else(|| object(payload, &["request", "object"]))
-        .unwrap_or_default();
-    let after = serde_json::from_slice::<Value>(mutated).unwrap_or_default();
-    Added::of(&before, &after, config.record.as_deref())
+        .and_then(object)
+        .and_then(|request| request.get("object"))
+        .or_else(|| {
+            object(payload)
+                .and_then(|payload| payload.get("request"))
+                .and_then(|request| lenient::members(request).get("object"))
+        })
+        .map_or("null", |raw| raw.get());
+    let after = std::str::from_utf8(mutated).unwrap_or("null");
+    Added::of(before, after, config.record.as_deref())
 }
 
 /// The fabric a record (a JSON string holding the record's JSON) names.
 fn fabric_of(record: &str) -> Option<String> {
-    let text: String = serde_json::from_str(record).ok()?;
-    let value: Value = serde_json::from_str(&text).ok()?;
-    value.get("fabric")?.as_str().map(str::to_string)
+    let text = lenient::read::<Loose<Text<'_>>>(record).ok()?.0.0?;
+    let record = lenient::read::<Loose<Members<'_>>>(&text).ok()?.0;
+    record
+        .get("fabric")
+        .and_then(lenient::string)
+        .map(|fabric| fabric.into_owned())
 }
 
 fn accept(warnings: Vec<String>) -> Verdict {

@@ -5,9 +5,8 @@
 //! is what Kubewarden's audit scanner needs: it ignores a patch, and only a refusal is a `fail`
 //! in its report.
 
-use serde_json::Value;
-
 use crate::added::{Added, Annotation, Container};
+use crate::json::lenient;
 
 /// The refusal of a pod the injector would change: `added` is what it would add, `cloud` and
 /// `fabric` what it would wire, `record` the annotation a wired pod carries (`None` when
@@ -75,13 +74,14 @@ fn networks(annotation: &Annotation) -> String {
     fn entries(value: &str) -> Vec<String> {
         let value = value.trim();
         if value.starts_with('[') {
-            let list: Vec<Value> = serde_json::from_str(value).unwrap_or_default();
-            list.iter()
+            let list = lenient::list(value).ok().flatten().unwrap_or_default();
+            list.into_iter()
                 .filter_map(|entry| {
-                    let name = entry.get("name")?.as_str()?;
-                    Some(match entry.get("namespace").and_then(Value::as_str) {
+                    let entry = lenient::members(entry);
+                    let name = entry.get("name").and_then(lenient::string)?;
+                    Some(match entry.get("namespace").and_then(lenient::string) {
                         Some(namespace) => format!("{namespace}/{name}"),
-                        None => name.to_string(),
+                        None => name.into_owned(),
                     })
                 })
                 .collect()
