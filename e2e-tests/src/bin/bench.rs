@@ -710,10 +710,10 @@ fn cases() -> Result<Vec<Case>> {
             stress_pod(1000, 0),
             Expect::Mutate,
         )?,
-        // validateOnly (behaviour.md §10), as the audit scanner sends stored pods: the one wired
-        // already is accepted (the not-opted-in target), the one without its fabric refused for
-        // what it lacks (the opted-in target); each opted-in pod the injector would change reads
-        // its namespace (§11), here an erring host call.
+        // validateOnly (behaviour.md §10) on pods as the API server stores them
+        // (`fixtures::stored`): the one wired already is accepted (the not-opted-in target), the
+        // one without its fabric refused for what it lacks (the opted-in target); a pod the
+        // injector would change reads its namespace (§11), here an erring host call.
         validate_only(
             "validateOnly: 8-GPU worker (Volcano Job), wired and stored",
             "e2e-tests/pods/oci-worker-wired.yaml",
