@@ -4,12 +4,14 @@
 use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
+use crate::added::Added;
 use crate::claims::{self, Memo};
 use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
-use crate::json::lenient;
+use crate::json::lenient::{self, Loose, Members, Text};
 use crate::json::object;
+use crate::pod_security;
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config};
 use crate::trigger::{self, Decision};
@@ -133,7 +135,10 @@ fn inject(
     };
     // The claims' reads and the preflight's share one memo: no object is looked for twice.
     let memo = preflight.map(|(namespace, host)| (namespace, Memo::new(host)));
-    let host = |request: &[u8]| memo.as_ref().and_then(|(_, memo)| memo.call(request));
+    let host = |operation: &str, request: &[u8]| {
+        memo.as_ref()
+            .and_then(|(_, memo)| memo.call(operation, request))
+    };
     let preflight = memo
         .as_ref()
         .map(|(namespace, _)| (*namespace, &host as Host<'_>));
@@ -155,12 +160,40 @@ fn inject(
     match outcome {
         Ok(Outcome {
             changed: true,
-            warnings,
+            mut warnings,
             record,
             ..
         }) => {
             let mut text = Vec::with_capacity(request.unwrap_or(payload).len() * 2);
             pod.write(&mut text);
+            // What the pod gains, read only where something needs it: a namespace whose Pod
+            // Security level may refuse it, or the validate-only answer.
+            let mut added = None;
+            let mut what_is_added = || {
+                added
+                    .get_or_insert_with(|| added_to(payload, request, &text, config))
+                    .clone()
+            };
+            if let Some((namespace, host)) = preflight {
+                if let Some(level) = pod_security::read_level(namespace, config.preflight, host) {
+                    match pod_security::check(level, &what_is_added(), namespace, config.preflight)
+                    {
+                        Ok(warning) => warnings.extend(warning),
+                        Err(error) => return refuse(error),
+                    }
+                }
+            }
+            if config.validate_only {
+                let fabric = record.as_deref().and_then(fabric_of).unwrap_or_default();
+                return Verdict::Reject {
+                    message: crate::validate::refusal(
+                        &what_is_added(),
+                        config.cloud.cloud.name,
+                        &fabric,
+                        config.record.as_deref(),
+                    ),
+                };
+            }
             Verdict::Mutate {
                 pod: text,
                 warnings,
@@ -174,6 +207,35 @@ fn inject(
         }) => accept(warnings),
         Err(error) => refuse(error),
     }
+}
+
+/// What the policy adds to the pod of `payload` (its `request` where given), `mutated` being
+/// the pod it answers.
+fn added_to(payload: &str, request: Option<&str>, mutated: &[u8], config: &Config<'_>) -> Added {
+    fn object(text: &str) -> Option<Members<'_>> {
+        lenient::read::<Loose<Members<'_>>>(text).ok().map(|m| m.0)
+    }
+    let before = request
+        .and_then(object)
+        .and_then(|request| request.get("object"))
+        .or_else(|| {
+            object(payload)
+                .and_then(|payload| payload.get("request"))
+                .and_then(|request| lenient::members(request).get("object"))
+        })
+        .map_or("null", |raw| raw.get());
+    let after = std::str::from_utf8(mutated).unwrap_or("null");
+    Added::of(before, after, config.record.as_deref())
+}
+
+/// The fabric a record (a JSON string holding the record's JSON) names.
+fn fabric_of(record: &str) -> Option<String> {
+    let text = lenient::read::<Loose<Text<'_>>>(record).ok()?.0.0?;
+    let record = lenient::read::<Loose<Members<'_>>>(&text).ok()?.0;
+    record
+        .get("fabric")
+        .and_then(lenient::string)
+        .map(|fabric| fabric.into_owned())
 }
 
 fn accept(warnings: Vec<String>) -> Verdict {

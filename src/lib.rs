@@ -13,8 +13,11 @@
 //! under the settings' and the machine's overlays; [`placement`] the device counts; [`engine`]
 //! merges the profile into the pod in named steps with the operations of [`merge`]; and the
 //! answer is the pod's own text with the additions spliced in. [`json`] holds every reader and
-//! the writer. This file only registers the two calls with the waPC host.
+//! the writer. For a pod it would change, [`pod_security`] holds what [`added`] names to the
+//! namespace's Pod Security level, and with `validateOnly` [`validate`] answers a refusal in
+//! place of the patch. This file only registers the two calls with the waPC host.
 
+pub mod added;
 pub mod admission;
 pub mod claims;
 pub mod clouds;
@@ -27,6 +30,7 @@ pub mod machine;
 pub mod merge;
 pub mod multus;
 pub mod placement;
+pub mod pod_security;
 pub mod preflight;
 pub mod profile;
 pub mod quantity;
@@ -34,6 +38,7 @@ pub mod ratio;
 pub mod record;
 pub mod settings;
 pub mod trigger;
+pub mod validate;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::wapc_guest::{CallResult, register_function};
@@ -46,28 +51,24 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(admission::validate_with(payload, &host::list))
+    Ok(admission::validate_with(payload, &host::kubernetes))
 }
 
-/// The policy server's host calls, for the preflight (behaviour.md §9). Only the waPC module
-/// has them: the playground (wasm32-unknown-unknown) and the native tests have no host to link.
+/// The policy server's host calls, for the preflight and the Pod Security check (behaviour.md
+/// §9, §11). Only the waPC module has them: the playground (wasm32-unknown-unknown) and the
+/// native tests have no host to link.
 #[cfg(target_os = "wasi")]
 mod host {
-    /// `kubernetes/list_resources_by_namespace`; any error is the host's "you may not look".
-    pub fn list(request: &[u8]) -> Option<Vec<u8>> {
-        kubewarden_policy_sdk::wapc_guest::host_call(
-            "kubewarden",
-            "kubernetes",
-            "list_resources_by_namespace",
-            request,
-        )
-        .ok()
+    /// `kubewarden/kubernetes/<operation>`; any error is the host's "you may not look".
+    pub fn kubernetes(operation: &str, request: &[u8]) -> Option<Vec<u8>> {
+        kubewarden_policy_sdk::wapc_guest::host_call("kubewarden", "kubernetes", operation, request)
+            .ok()
     }
 }
 
 #[cfg(not(target_os = "wasi"))]
 mod host {
-    pub use crate::preflight::no_host as list;
+    pub use crate::preflight::no_host as kubernetes;
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

@@ -177,13 +177,17 @@ pub fn references<'a>(
     found
 }
 
-/// The host's `list_resources_by_namespace`: the request's JSON in, the list's JSON out; `None`
-/// for an error (the policy may not look).
-pub type Host<'h> = &'h dyn Fn(&[u8]) -> Option<Vec<u8>>;
+/// The policy server's Kubernetes host calls (waPC binding `kubewarden`, namespace
+/// `kubernetes`): the operation ([`LIST`], [`crate::pod_security::GET`]) and the request's JSON
+/// in, the answer's JSON out; `None` for an error (the policy may not look).
+pub type Host<'h> = &'h dyn Fn(&str, &[u8]) -> Option<Vec<u8>>;
+
+/// The operation the preflight looks for an object with.
+pub const LIST: &str = "list_resources_by_namespace";
 
 /// A host that always answers an error: where there is none (the playground, native tests), as a
 /// policy server answers an `AdmissionPolicy`.
-pub fn no_host(_request: &[u8]) -> Option<Vec<u8>> {
+pub fn no_host(_operation: &str, _request: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
@@ -202,7 +206,7 @@ pub fn check(
     for reference in references {
         let (own, name) = reference.parts();
         let namespace = own.unwrap_or(namespace);
-        let answer = host(&request(reference.kind, namespace, name));
+        let answer = host(LIST, &request(reference.kind, namespace, name));
         if answer.and_then(|list| lists(&list, name)) != Some(false) {
             continue;
         }
@@ -334,7 +338,8 @@ mod tests {
         let calls = RefCell::new(Vec::new());
         let answers = |answer: Option<&'static str>| {
             let calls = &calls;
-            move |request: &[u8]| {
+            move |operation: &str, request: &[u8]| {
+                assert_eq!(operation, LIST);
                 calls
                     .borrow_mut()
                     .push(String::from_utf8_lossy(request).into_owned());
@@ -377,7 +382,7 @@ mod tests {
         // Skip: no call at all.
         assert_eq!(check(&refs, "jobs", Mode::Skip, &missing), Ok(vec![]));
         assert!(calls.borrow().is_empty());
-        assert_eq!(no_host(b"{}"), None);
+        assert_eq!(no_host(LIST, b"{}"), None);
     }
 
     #[test]
@@ -403,7 +408,16 @@ mod tests {
             );
             assert!(metadata.contains(&listed), "{listed}");
         }
-        assert_eq!(metadata.matches("\n    kind: ").count(), KINDS.len());
+        // And the pod's namespace, which the Pod Security check reads (behaviour.md §11).
+        assert!(metadata.contains("  - apiVersion: v1\n    kind: Namespace\n"));
+        assert_eq!(metadata.matches("\n    kind: ").count(), KINDS.len() + 1);
+        // Every host call the module makes, as Kubewarden names them.
+        for operation in [LIST, crate::pod_security::GET] {
+            assert!(
+                metadata.contains(&format!("\n  - kubernetes/{operation}\n")),
+                "{operation}"
+            );
+        }
     }
 
     #[test]

@@ -13,21 +13,18 @@ use case_runner::{Answerer, HostFn, Report};
 use multinode_networking_policy::admission;
 
 /// The policy's two calls as `src/lib.rs` registers them with the waPC host, its host module
-/// included: the preflight's one kind of host call, whose error reads as "you may not look".
+/// included: the Kubernetes host calls of the preflight and the Pod Security check, whose error
+/// reads as "you may not look".
 struct Native;
 
 impl Answerer for Native {
     fn validate(&self, payload: &[u8], host: &HostFn) -> Result<Vec<u8>> {
-        let list = |request: &[u8]| {
-            host(
-                "kubewarden",
-                "kubernetes",
-                "list_resources_by_namespace",
-                request,
-            )
-            .ok()
+        let kubernetes = |operation: &str, request: &[u8]| {
+            host("kubewarden", "kubernetes", operation, request).ok()
         };
-        caught("validate", || admission::validate_with(payload, &list))
+        caught("validate", || {
+            admission::validate_with(payload, &kubernetes)
+        })
     }
 
     fn validate_settings(&self, payload: &[u8]) -> Result<Vec<u8>> {

@@ -40,6 +40,11 @@ pub struct Case {
     /// repeated key, a number beyond the range of a double). Such a case expects no mutation.
     #[serde(default)]
     pub payload: Option<String>,
+    /// The object as the API server stores it (`fixtures::stored`), sent as Kubewarden's audit
+    /// scanner sends a stored pod (behaviour.md §10): a CREATE whose `resource.resource` is the
+    /// Kind, without `userInfo`.
+    #[serde(default)]
+    pub stored: bool,
     /// The cluster the policy's host calls are answered from (behaviour.md §9); absent, every
     /// host call is an error, as for an `AdmissionPolicy`.
     #[serde(default)]
@@ -90,10 +95,16 @@ impl Case {
     pub fn payload(&self) -> Vec<u8> {
         match &self.payload {
             Some(text) => text.clone().into_bytes(),
-            None => fixtures::payload(
-                &admission_request(&self.operation, &self.kind, &self.object),
-                &self.settings,
-            ),
+            None => fixtures::payload(&self.request(), &self.settings),
+        }
+    }
+
+    /// The AdmissionRequest of the case's object: the audit scanner's where it is `stored`.
+    pub fn request(&self) -> Value {
+        if self.stored {
+            fixtures::stored::audit_request(&fixtures::stored::stored(&self.object))
+        } else {
+            admission_request(&self.operation, &self.kind, &self.object)
         }
     }
 }

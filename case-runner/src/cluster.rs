@@ -1,7 +1,9 @@
 //! The cluster the test host answers the policy's context-aware host calls from, as a policy
-//! server does (behaviour.md §9): `kubewarden/kubernetes/list_resources_by_namespace` lists the
-//! fixture objects of one apiVersion and kind in one namespace, narrowed by a
-//! `metadata.name=<name>` field selector. Without a cluster every host call is an error, which is
+//! server does (behaviour.md §9, §11): `kubewarden/kubernetes/list_resources_by_namespace` lists
+//! the fixture objects of one apiVersion and kind in one namespace, narrowed by a
+//! `metadata.name=<name>` field selector, and `kubewarden/kubernetes/get_resource` answers the
+//! one object of that apiVersion, kind and name (a Namespace: cluster-scoped, no namespace), or
+//! an error where there is none, as the policy server does. Without a cluster every host call is an error, which is
 //! what a policy server answers a policy deployed as an `AdmissionPolicy`; a kind listed under
 //! `forbidden` gets an error too (no RBAC, not in `contextAwareResources`), and one under
 //! `garbage` gets that text as its answer.
@@ -42,6 +44,18 @@ struct ListRequest {
     label_selector: Option<String>,
     #[serde(default)]
     field_selector: Option<String>,
+}
+
+/// `GetResourceRequest` of kubewarden-policy-sdk 0.17.3, as the host reads it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetRequest {
+    api_version: String,
+    kind: String,
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    disable_cache: bool,
 }
 
 /// The error a host answers a call with.
@@ -123,6 +137,9 @@ pub fn answer(
         // What policy-server answers a policy that may not read the cluster.
         return Err("policy is not allowed to access context-aware resources".into());
     };
+    if (binding, namespace, operation) == ("kubewarden", "kubernetes", "get_resource") {
+        return get(cluster, payload);
+    }
     if (binding, namespace, operation)
         != ("kubewarden", "kubernetes", "list_resources_by_namespace")
     {
@@ -168,4 +185,40 @@ pub fn answer(
         "items": items,
     });
     Ok(serde_json::to_vec(&list)?)
+}
+
+/// `get_resource`: the object of that apiVersion, kind and name (and namespace, where the request
+/// gives one), or the error the policy server answers for a missing one.
+fn get(cluster: &Cluster, payload: &[u8]) -> Result<Vec<u8>, HostError> {
+    let request: GetRequest =
+        serde_json::from_slice(payload).map_err(|e| format!("cannot read the get request: {e}"))?;
+    let _ = request.disable_cache;
+    if cluster.forbidden.contains(&request.kind) {
+        return Err(format!(
+            "kind {} {} is not allowed: it is not among the policy's contextAwareResources",
+            request.api_version, request.kind
+        )
+        .into());
+    }
+    if let Some(text) = cluster.garbage.get(&request.kind) {
+        return Ok(text.clone().into_bytes());
+    }
+    let namespace = request
+        .namespace
+        .as_deref()
+        .map_or(Value::Null, Value::from);
+    let found = cluster.objects.iter().find(|o| {
+        o["apiVersion"] == request.api_version.as_str()
+            && o["kind"] == request.kind.as_str()
+            && o["metadata"]["name"] == request.name.as_str()
+            && o["metadata"]["namespace"] == namespace
+    });
+    match found {
+        Some(object) => Ok(serde_json::to_vec(object)?),
+        None => Err(format!(
+            "{} {} {} not found",
+            request.api_version, request.kind, request.name
+        )
+        .into()),
+    }
 }

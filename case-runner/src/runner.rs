@@ -49,7 +49,11 @@ pub fn run(policy: &impl Answerer, case: &Case) -> Result<()> {
         !case.settings.is_null(),
         "a case has settings (or settings_file, or payload)"
     );
-    let request = admission_request(&case.operation, &case.kind, &case.object);
+    ensure!(
+        !case.stored || case.expect.pod.is_none(),
+        "a stored pod's case expects no mutation: the audit scanner ignores a patch"
+    );
+    let request = case.request();
     let response = validate(policy, &fixtures::payload(&request, &case.settings), &host)?;
     let calls = cluster.take_calls();
     if let Some(expected) = case.expect.host_calls {
@@ -97,6 +101,104 @@ pub fn run(policy: &impl Answerer, case: &Case) -> Result<()> {
                 difference(mutated, &changed)
             );
         }
+    }
+    held_to_the_injector(policy, case, &response, &host)
+}
+
+/// The validate-only answer (behaviour.md §10) held to the injector's, for a case whose
+/// settings are an object without `validateOnly`: on the case's request, and on the audit
+/// scanner's requests for the case's pod and for the injector's output, each as the API server
+/// stores it. A wired pod, stored, is one the injector leaves alone.
+fn held_to_the_injector(
+    policy: &impl Answerer,
+    case: &Case,
+    response: &Response,
+    host: &HostFn,
+) -> Result<()> {
+    let Some(top) = case.settings.as_object() else {
+        return Ok(());
+    };
+    if top.contains_key("validateOnly") {
+        return Ok(());
+    }
+    let mut validate_only = case.settings.clone();
+    validate_only["validateOnly"] = Value::Bool(true);
+    let answer = validate(
+        policy,
+        &fixtures::payload(&case.request(), &validate_only),
+        host,
+    )?;
+    agrees(response, &answer).map_err(|e| e.context("validateOnly on the case's request"))?;
+    if case.operation != "CREATE" || !case.object.is_object() {
+        return Ok(());
+    }
+    let mut pods = vec![(
+        "the case's pod, stored",
+        fixtures::stored::stored(&case.object),
+    )];
+    if let Some(mutated) = &response.mutated_object {
+        pods.push((
+            "the injector's pod, stored",
+            fixtures::stored::stored(mutated),
+        ));
+    }
+    for (what, stored) in pods {
+        let audit = fixtures::stored::audit_request(&stored);
+        let injector = validate(policy, &fixtures::payload(&audit, &case.settings), host)?;
+        let answer = validate(policy, &fixtures::payload(&audit, &validate_only), host)?;
+        agrees(&injector, &answer).map_err(|e| e.context(format!("validateOnly on {what}")))?;
+        if let (true, Some(changed)) = (
+            what == "the injector's pod, stored",
+            injector.mutated_object,
+        ) {
+            bail!(
+                "the injector changes its own pod once stored:\n{}",
+                difference(&stored, &changed)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The validate-only answer `answer` to a request the injector answered `injector`: the same
+/// acceptance and warnings where it changes nothing, the same refusal where it refuses, and a
+/// refusal saying what the pod lacks where it would change the pod.
+fn agrees(injector: &Response, answer: &Response) -> Result<()> {
+    ensure!(
+        answer.mutated_object.is_none() && answer.audit_annotations.is_none(),
+        "validateOnly answered a mutation"
+    );
+    match (injector.accepted, &injector.mutated_object) {
+        (true, None) => {
+            ensure!(
+                answer.accepted,
+                "validateOnly refused a pod the injector accepts unchanged: {:?}",
+                answer.message
+            );
+            ensure!(
+                answer.warnings == injector.warnings,
+                "validateOnly warned {:?}, the injector {:?}",
+                answer.warnings,
+                injector.warnings
+            );
+        }
+        (true, Some(_)) => {
+            let message = answer.message.as_deref().unwrap_or_default();
+            ensure!(
+                !answer.accepted
+                    && message.starts_with("multi-node networking: this pod lacks the ")
+                    && message.ends_with(" (validateOnly)")
+                    && !message.contains('\n'),
+                "validateOnly answered {:?} to a pod the injector changes",
+                answer.message
+            );
+        }
+        (false, _) => ensure!(
+            !answer.accepted && answer.message == injector.message,
+            "validateOnly answered {:?} to a pod the injector refuses with {:?}",
+            answer.message,
+            injector.message
+        ),
     }
     Ok(())
 }

@@ -71,7 +71,7 @@ fn every_case_answers_the_admission_response_the_contract_gives() {
         if case.payload.is_some() {
             continue; // not a request kwctl could be given
         }
-        let request = admission_request(&case.operation, &case.kind, &case.object);
+        let request = case.request();
         // The cluster the case's preflight host calls are answered from (behaviour.md §9).
         instance.set_cluster(case.cluster.clone());
         let answer = instance.validate(&request, &case.settings).unwrap();

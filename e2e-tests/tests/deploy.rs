@@ -91,16 +91,38 @@ fn policy_problems(
         ));
     }
 
-    if spec["mutating"] != true {
-        problems.push(
-            "spec.mutating is not true: the policy server would reject every mutation".into(),
-        );
-    }
-    if !(spec["mode"].is_null() || spec["mode"] == "protect") {
-        problems.push(format!(
-            "spec.mode is {}: monitor mode drops every patch",
-            spec["mode"]
-        ));
+    let auditor = is_auditor(value);
+    if auditor {
+        // The auditor (README "Operating"): refuses, never patches, never blocks, and is sent
+        // every stored pod by the audit scanner.
+        if value["kind"] != "ClusterAdmissionPolicy" {
+            problems.push("an auditor is a ClusterAdmissionPolicy".into());
+        }
+        for (field, want) in [
+            ("mutating", json!(false)),
+            ("mode", json!("monitor")),
+            ("backgroundAudit", json!(true)),
+        ] {
+            if spec[field] != want {
+                problems.push(format!("the auditor's spec.{field} is not {want}"));
+            }
+        }
+    } else {
+        if spec["mutating"] != true {
+            problems.push(
+                "spec.mutating is not true: the policy server would reject every mutation".into(),
+            );
+        }
+        if !(spec["mode"].is_null() || spec["mode"] == "protect") {
+            problems.push(format!(
+                "spec.mode is {}: monitor mode drops every patch",
+                spec["mode"]
+            ));
+        }
+        // The audit scanner ignores patches: it would report every pod of the injector `pass`.
+        if spec["backgroundAudit"] != false {
+            problems.push("the injector's spec.backgroundAudit is not false".into());
+        }
     }
     if spec["rules"] != expected.rules {
         problems.push(format!(
@@ -156,24 +178,45 @@ fn policy_problems(
             ));
         }
     }
+    if auditor && spec["failurePolicy"] != "Ignore" {
+        problems.push(
+            "the auditor's failurePolicy is not Ignore: its outage would hold up pods".into(),
+        );
+    }
     if conditions.is_empty() && spec["failurePolicy"] == "Fail" {
         problems.push("failurePolicy Fail without matchConditions holds up every pod".into());
     }
 
-    // With these settings, the example worker pod is mutated.
+    // With these settings, the example worker pod is mutated, or by the auditor refused for
+    // what it lacks.
     let answer = instance
         .validate(
             &admission_request("CREATE", &pod_kind(), &expected.pod),
             settings,
         )
         .unwrap();
-    if !answer.accepted || answer.mutated_object.is_none() {
+    let lacks = answer
+        .message
+        .as_deref()
+        .is_some_and(|m| m.starts_with("multi-node networking: this pod lacks the "));
+    if auditor && (answer.accepted || !lacks || settings["validateOnly"] != true) {
+        problems.push(format!(
+            "the auditor does not refuse the example pod for what it lacks: accepted {}, {:?}",
+            answer.accepted, answer.message
+        ));
+    }
+    if !auditor && (!answer.accepted || answer.mutated_object.is_none()) {
         problems.push(format!(
             "the example pod is not mutated with these settings: accepted {}, {:?}",
             answer.accepted, answer.message
         ));
     }
     problems
+}
+
+/// The auditor of a cloud (README "Operating"): a policy whose settings turn validateOnly on.
+fn is_auditor(value: &Value) -> bool {
+    value["spec"]["settings"]["validateOnly"] == true
 }
 
 fn expected() -> Expected {
@@ -242,6 +285,38 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
         failures.join("\n")
     );
     for cloud in CLOUDS {
+        let of_cloud = |auditor: bool| -> Vec<&Value> {
+            policies
+                .iter()
+                .filter(|(d, k)| {
+                    *k == "ClusterAdmissionPolicy"
+                        && cloud_of(&d.file) == Some(cloud)
+                        && is_auditor(&d.value) == auditor
+                })
+                .map(|(d, _)| &d.value)
+                .collect()
+        };
+        let (injectors, auditors) = (of_cloud(false), of_cloud(true));
+        let ([injector], [auditor]) = (injectors.as_slice(), auditors.as_slice()) else {
+            panic!("deploy/{cloud}/ needs one ClusterAdmissionPolicy injecting and one auditing");
+        };
+        // The same policy, but for what makes it the auditor.
+        let mut same = auditor["spec"].clone();
+        for field in ["mode", "mutating", "backgroundAudit", "failurePolicy"] {
+            same[field] = injector["spec"][field].clone();
+        }
+        same["settings"]
+            .as_object_mut()
+            .expect("settings")
+            .remove("validateOnly");
+        assert_eq!(
+            same, injector["spec"],
+            "deploy/{cloud}/: the auditor is not the injector with validateOnly, monitor mode and backgroundAudit"
+        );
+        assert_ne!(
+            auditor["metadata"]["name"], injector["metadata"]["name"],
+            "deploy/{cloud}/: the auditor and the injector share a name"
+        );
         for kind in ["AdmissionPolicy", "ClusterAdmissionPolicy"] {
             assert!(
                 policies
@@ -281,17 +356,20 @@ fn preflight_kinds(
         "resource.k8s.io",
         "resourceclaims",
     );
+    // And on every cloud the pod's namespace, for its Pod Security level (behaviour.md §11).
+    const NAMESPACE: (&str, &str, &str, &str) = ("v1", "Namespace", "", "namespaces");
     match cloud {
         "azure" => &[
             ("v1", "ConfigMap", "", "configmaps"),
             CLAIM_TEMPLATE,
             RESOURCE_CLAIM,
+            NAMESPACE,
         ],
-        "oci" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM],
+        "oci" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM, NAMESPACE],
         // No DRA driver is documented for the `rdma` block's fabric: no deviceClaim, but the
         // templates and claims of the pods' GPUs.
-        "rdma" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM],
-        _ => &[CLAIM_TEMPLATE, RESOURCE_CLAIM],
+        "rdma" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM, NAMESPACE],
+        _ => &[CLAIM_TEMPLATE, RESOURCE_CLAIM, NAMESPACE],
     }
 }
 
@@ -436,7 +514,10 @@ fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
             "no file of examples/settings/vendor/ enables {cloud}"
         );
         for vendor in vendors {
-            let settings = yaml(&root.join(&vendor));
+            let mut settings = yaml(&root.join(&vendor));
+            if is_auditor(value) {
+                settings["validateOnly"] = json!(true);
+            }
             tried += 1;
             for problem in policy_problems(&instance, &expected, file, value, &settings) {
                 failures.push(format!("{file} ({kind}) with {vendor}: {problem}"));
@@ -445,11 +526,11 @@ fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
     }
     assert_eq!(
         manifests,
-        2 * CLOUDS.len(),
-        "one AdmissionPolicy and one ClusterAdmissionPolicy per cloud"
+        3 * CLOUDS.len(),
+        "one AdmissionPolicy and two ClusterAdmissionPolicies (the injector, the auditor) per cloud"
     );
     assert!(
-        tried >= 2 * (CLOUDS.len() + 2),
+        tried >= 3 * (CLOUDS.len() + 2),
         "the GCP fabric files gcp-rdma.yaml and gcp-tcpx.yaml were not found ({tried} tried)"
     );
     assert!(
@@ -790,7 +871,103 @@ fn cluster_policies_run_on_their_own_policy_server() {
     }
     assert_eq!(
         clusters,
-        CLOUDS.len(),
-        "one ClusterAdmissionPolicy per cloud"
+        2 * CLOUDS.len(),
+        "two ClusterAdmissionPolicies per cloud: the injector and the auditor"
     );
+}
+
+/// The fields of a `ClusterAdmissionPolicy`'s (and `AdmissionPolicy`'s) `spec` in Kubewarden's
+/// CRD (`charts/kubewarden-crds/templates/crds/policies.kubewarden.io_clusteradmissionpolicies.yaml`
+/// of kubewarden/kubewarden-controller, version v1, read at 3460bb71): each with its JSON type
+/// and, for `mode`, its enum. `allowInsideAdmissionControllerNamespace` is the cluster kind's.
+const SPEC_FIELDS: [(&str, &str); 18] = [
+    ("allowInsideAdmissionControllerNamespace", "boolean"),
+    ("backgroundAudit", "boolean"),
+    ("contextAwareResources", "array"),
+    ("failurePolicy", "string"),
+    ("matchConditions", "array"),
+    ("matchPolicy", "string"),
+    ("message", "string"),
+    ("mode", "string"),
+    ("module", "string"),
+    ("mutating", "boolean"),
+    ("namespaceSelector", "object"),
+    ("objectSelector", "object"),
+    ("policyServer", "string"),
+    ("rules", "array"),
+    ("settings", "object"),
+    ("sideEffects", "string"),
+    ("timeoutEvalSeconds", "integer"),
+    ("timeoutSeconds", "integer"),
+];
+
+/// Every policy manifest, the auditors among them, holds to Kubewarden's CRD: only its fields,
+/// of their types, the required ones there (`module`, `mutating`, `rules`), `mode` one of its
+/// enum, `failurePolicy` one of the API server's, each context-aware resource an apiVersion and
+/// a kind.
+#[test]
+fn every_policy_manifest_holds_to_kubewardens_crd() {
+    let documents = deploy_documents();
+    let mut failures = Vec::new();
+    let mut auditors = 0;
+    for (Document { file, value }, _) in policy_documents(&documents) {
+        let spec = value["spec"].as_object().expect("a spec");
+        auditors += usize::from(is_auditor(value));
+        for (key, field) in spec {
+            let json_type = match field {
+                Value::Bool(_) => "boolean",
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Object(_) => "object",
+                Value::Number(n) if n.is_u64() => "integer",
+                _ => "other",
+            };
+            match SPEC_FIELDS.iter().find(|(name, _)| name == key) {
+                None => failures.push(format!("{file}: spec.{key} is no field of the CRD")),
+                Some((_, want)) if *want != json_type => {
+                    failures.push(format!("{file}: spec.{key} is {json_type}, not {want}"))
+                }
+                _ => {}
+            }
+        }
+        for required in ["module", "mutating", "rules"] {
+            if !spec.contains_key(required) {
+                failures.push(format!("{file}: spec.{required} is required"));
+            }
+        }
+        if !matches!(
+            spec.get("mode").and_then(Value::as_str),
+            None | Some("protect" | "monitor")
+        ) {
+            failures.push(format!("{file}: spec.mode is {:?}", spec.get("mode")));
+        }
+        if !matches!(
+            spec.get("failurePolicy").and_then(Value::as_str),
+            None | Some("Fail" | "Ignore")
+        ) {
+            failures.push(format!(
+                "{file}: spec.failurePolicy is {:?}",
+                spec.get("failurePolicy")
+            ));
+        }
+        for resource in spec
+            .get("contextAwareResources")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let fields: Vec<&String> = resource
+                .as_object()
+                .map(|r| r.keys().collect())
+                .unwrap_or_default();
+            if fields != ["apiVersion", "kind"]
+                || !resource["apiVersion"].is_string()
+                || !resource["kind"].is_string()
+            {
+                failures.push(format!("{file}: contextAwareResources entry {resource}"));
+            }
+        }
+    }
+    assert_eq!(auditors, CLOUDS.len(), "one auditor per cloud");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

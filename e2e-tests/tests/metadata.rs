@@ -110,14 +110,15 @@ fn mutating_and_execution_mode_are_declared() {
         metadata["executionMode"], "kubewarden-wapc",
         "{METADATA}: executionMode"
     );
-    // What the preflight looks for (src/preflight.rs KINDS, behaviour.md §9) and the claims of
-    // GPUs (§3.10), with the exact apiVersion and kind the host call names; Artifact Hub's
-    // annotation is the same list.
+    // What the preflight looks for (src/preflight.rs KINDS, behaviour.md §9), the claims of GPUs
+    // (§3.10) and the namespace whose Pod Security level it reads (§11), with the exact
+    // apiVersion and kind the host call names; Artifact Hub's annotation is the same list.
     let kinds = serde_json::json!([
         {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
         {"apiVersion": "v1", "kind": "ConfigMap"},
+        {"apiVersion": "v1", "kind": "Namespace"},
     ]);
     assert_eq!(
         metadata["contextAwareResources"], kinds,
@@ -126,6 +127,16 @@ fn mutating_and_execution_mode_are_declared() {
     assert!(
         metadata["backgroundAudit"].is_boolean(),
         "{METADATA}: backgroundAudit"
+    );
+    // The host calls the module makes (Kubewarden 1.35's `hostCapabilities`): the preflight's
+    // list and the namespace's read.
+    assert_eq!(
+        metadata["hostCapabilities"],
+        serde_json::json!([
+            "kubernetes/get_resource",
+            "kubernetes/list_resources_by_namespace"
+        ]),
+        "{METADATA}: hostCapabilities"
     );
 
     let pkg = artifacthub_pkg();

@@ -1,7 +1,8 @@
-//! The preflight's host calls (behaviour.md §9), as the compiled module makes them in wasmtime:
-//! exactly the request the policy server reads, one per object, in the right namespace, and none
-//! for a pod the policy does not wire. (The answers' effects are the cases under
-//! `e2e-tests/cases/preflight/`.)
+//! The preflight's host calls (behaviour.md §9, §11), as the compiled module makes them in
+//! wasmtime: exactly the request the policy server reads, one per object, in the right namespace,
+//! then one read of the pod's Namespace for a pod the policy changes, and none for a pod the
+//! policy does not wire. (The answers' effects are the cases under `e2e-tests/cases/preflight/`
+//! and `e2e-tests/cases/pod-security/`.)
 
 mod common;
 
@@ -45,6 +46,16 @@ fn list(payload: Value) -> (String, String, String, Value) {
     )
 }
 
+/// The SDK's `GetResourceRequest` of the pod's Namespace: cluster-scoped, no namespace.
+fn namespace(name: &str) -> (String, String, String, Value) {
+    (
+        "kubewarden".into(),
+        "kubernetes".into(),
+        "get_resource".into(),
+        json!({"api_version": "v1", "kind": "Namespace", "name": name, "disable_cache": false}),
+    )
+}
+
 #[test]
 fn one_list_call_per_object_narrowed_to_its_name() {
     let instance = policy().instance().unwrap();
@@ -58,12 +69,15 @@ fn one_list_call_per_object_narrowed_to_its_name() {
             &pod("azure-worker.yaml"),
             &json!({"azure": {"enabled": true}})
         ),
-        [list(json!({
-            "api_version": "v1",
-            "kind": "ConfigMap",
-            "namespace": "team-a",
-            "field_selector": "metadata.name=nccl-topo"
-        }))]
+        [
+            list(json!({
+                "api_version": "v1",
+                "kind": "ConfigMap",
+                "namespace": "team-a",
+                "field_selector": "metadata.name=nccl-topo"
+            })),
+            namespace("team-a")
+        ]
     );
     // 64 attachments of one network: one call, in the network's namespace.
     assert_eq!(
@@ -73,12 +87,15 @@ fn one_list_call_per_object_narrowed_to_its_name() {
             &pod("oci-worker.yaml"),
             &json!({"oci": {"enabled": true}})
         ),
-        [list(json!({
-            "api_version": "k8s.cni.cncf.io/v1",
-            "kind": "NetworkAttachmentDefinition",
-            "namespace": "network-operator",
-            "field_selector": "metadata.name=sriov-net"
-        }))]
+        [
+            list(json!({
+                "api_version": "k8s.cni.cncf.io/v1",
+                "kind": "NetworkAttachmentDefinition",
+                "namespace": "network-operator",
+                "field_selector": "metadata.name=sriov-net"
+            })),
+            namespace("nemo-jobs")
+        ]
     );
     // A network without a namespace is the pod's own.
     assert_eq!(
@@ -88,12 +105,15 @@ fn one_list_call_per_object_narrowed_to_its_name() {
             &pod("oci-worker.yaml"),
             &json!({"oci": {"enabled": true, "network": "rdma-vf"}})
         ),
-        [list(json!({
-            "api_version": "k8s.cni.cncf.io/v1",
-            "kind": "NetworkAttachmentDefinition",
-            "namespace": "nemo-jobs",
-            "field_selector": "metadata.name=rdma-vf"
-        }))]
+        [
+            list(json!({
+                "api_version": "k8s.cni.cncf.io/v1",
+                "kind": "NetworkAttachmentDefinition",
+                "namespace": "nemo-jobs",
+                "field_selector": "metadata.name=rdma-vf"
+            })),
+            namespace("nemo-jobs")
+        ]
     );
 }
 
@@ -126,12 +146,28 @@ fn no_call_for_a_pod_the_policy_does_not_wire() {
         ("no GPU", "CREATE", no_gpu, &oci),
         ("an UPDATE", "UPDATE", wired.clone(), &azure),
         (
-            "a pod of another cloud's setting",
+            "a pod wired already",
             "CREATE",
-            pod("oci-worker.yaml"),
-            &json!({"aws": {"enabled": true}, "preflight": "reject"}),
+            pod("gcp-tcpxo-worker-wired.yaml"),
+            &json!({"gcp": {"enabled": true}, "preflight": "reject"}),
+        ),
+        (
+            "preflight: skip",
+            "CREATE",
+            wired.clone(),
+            &json!({"azure": {"enabled": true}, "preflight": "skip"}),
         ),
     ] {
         assert_eq!(calls(&instance, operation, &object, settings), [], "{what}");
     }
+    // A pod of another cloud's settings refers to nothing AWS looks for: only the namespace.
+    assert_eq!(
+        calls(
+            &instance,
+            "CREATE",
+            &pod("oci-worker.yaml"),
+            &json!({"aws": {"enabled": true}, "preflight": "reject"})
+        ),
+        [namespace("nemo-jobs")]
+    );
 }

@@ -32,6 +32,7 @@ fn json_type_fits(kind: &str, value: &Value) -> bool {
 /// [`pod`]. A question added to the form needs a row here, which the test asks for.
 fn other_value(variable: &str) -> Option<Value> {
     Some(match variable {
+        "validateOnly" => json!(true),
         "aws.efaDevicesPerGPU" => json!(2),
         "aws.efaLibraryPath" => json!(""),
         "aws.cpuRequest" => json!("250m"),

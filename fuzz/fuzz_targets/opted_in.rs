@@ -14,14 +14,17 @@
 //! A second NUL byte and what follows it are the host's answer to every preflight host call
 //! (behaviour.md §9): arbitrary bytes, where a list, an empty list and garbage are all one
 //! mutation apart. An answer that is not a list must change nothing; any other may add the
-//! preflight's warning, or, with `preflight: reject`, its rejection. (Without it the host
-//! errors, as for an AdmissionPolicy.)
+//! preflight's warning, or, with `preflight: reject`, its rejection. The same bytes answer the
+//! read of the pod's namespace (behaviour.md §11): a namespace whose enforced Pod Security level
+//! refuses what the policy adds may add that warning or rejection instead. (Without them the
+//! host errors, as for an AdmissionPolicy.) Whatever the host answers, the validate-only answer
+//! (behaviour.md §10) agrees with the injector's.
 #![no_main]
 
 use fixtures::{TRIGGER, create_payload, volcano_owner};
 use libfuzzer_sys::fuzz_target;
 use multinode_networking_policy::admission::{self, Verdict};
-use multinode_networking_policy::preflight;
+use multinode_networking_policy::{pod_security, preflight};
 use serde_json::{Value, json};
 
 #[path = "../../tests/support/patch_rule.rs"]
@@ -53,6 +56,32 @@ fn opt_in(pod: &mut Value) {
     }
     if !metadata.contains_key("ownerReferences") {
         metadata.insert("ownerReferences".into(), json!([volcano_owner()]));
+    }
+}
+
+/// With `validateOnly: true` the same pod gets the injector's decision without a patch
+/// (behaviour.md §10): what it accepts unchanged is accepted alike, what it refuses is refused
+/// alike, what it changes is refused in one line.
+fn validate_only_agrees(
+    pod: &Value,
+    settings: &Value,
+    injector: &Verdict,
+    host: preflight::Host<'_>,
+) {
+    if settings.get("validateOnly") == Some(&Value::Bool(true)) || !settings.is_object() {
+        return;
+    }
+    let mut validating = settings.clone();
+    validating["validateOnly"] = Value::Bool(true);
+    let answer = admission::evaluate_with(&create_payload(pod, &validating), host);
+    match (injector, &answer) {
+        (Verdict::Mutate { .. }, Verdict::Reject { message }) => assert!(
+            message.starts_with("multi-node networking: this pod lacks the ")
+                && !message.chars().any(char::is_control),
+            "{message}"
+        ),
+        (Verdict::Mutate { .. }, other) => panic!("validateOnly answered {other:?} to a change"),
+        (injector, answer) => assert_eq!(answer, injector, "validateOnly disagrees"),
     }
 }
 
@@ -168,15 +197,20 @@ fuzz_target!(|data: &[u8]| {
     let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).expect("JSON answer");
     assert!(answer["accepted"].is_boolean());
     if let Some(host_answer) = host_answer {
-        let host = |_: &[u8]| Some(host_answer.to_vec());
+        // The same bytes answer the preflight's lists and the namespace's read.
+        let host = |_: &str, _: &[u8]| Some(host_answer.to_vec());
         let with = admission::evaluate_with(&bytes, &host);
         let encoded: Value =
             serde_json::from_slice(&admission::validate_with(&bytes, &host)).expect("JSON answer");
         assert!(encoded["accepted"].is_boolean());
-        if preflight::lists(host_answer, "").is_none() {
+        let namespace = pod
+            .pointer("/metadata/namespace")
+            .map_or(Some("default"), Value::as_str);
+        let level = namespace.and_then(|ns| pod_security::level(host_answer, ns));
+        if preflight::lists(host_answer, "").is_none() && level.is_none() {
             assert_eq!(
                 with, verdict,
-                "an answer that is not a list changed the answer"
+                "an answer that is neither a list nor a namespace with a level changed the answer"
             );
         } else if with != verdict {
             let said = match &with {
@@ -186,11 +220,14 @@ fuzz_target!(|data: &[u8]| {
                 }
             };
             assert!(
-                said.contains("does not exist, and this pod refers to it"),
+                said.contains("does not exist, and this pod refers to it")
+                    || said.contains("enforces the Pod Security level"),
                 "the preflight changed the answer from {verdict:?} to {with:?}"
             );
         }
+        validate_only_agrees(&pod, &settings, &with, &host);
     }
+    validate_only_agrees(&pod, &settings, &verdict, &preflight::no_host);
     if let Some(mutated) = mutated_pod(verdict) {
         assert_ne!(mutated, pod, "a mutation that changes nothing");
         if let Err(e) = patch_rule::checked_patch(&pod, &mutated, fixtures::record_key(&settings)) {

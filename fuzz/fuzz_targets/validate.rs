@@ -8,7 +8,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use multinode_networking_policy::{admission, engine, lenient, peek, view};
+use multinode_networking_policy::json::{envelope as peek, lenient, object as view};
+use multinode_networking_policy::{admission, engine};
 use serde_json::Value;
 use serde_json::value::RawValue;
 

@@ -209,7 +209,7 @@ fn look(
         return Err(Unread::Refused);
     };
     let request = preflight::request(source.kind(), namespace, source.name());
-    let answer = host(&request).ok_or(Unread::Refused)?;
+    let answer = host(preflight::LIST, &request).ok_or(Unread::Refused)?;
     match read_answer(&answer, source.name(), source.holder(), classes) {
         Answer::Found(devices) => Ok(devices),
         Answer::Missing => Err(Unread::Missing),
@@ -224,8 +224,8 @@ pub struct Memo<'h> {
     answers: RefCell<Vec<Asked>>,
 }
 
-/// A request and the host's answer to it.
-type Asked = (Vec<u8>, Option<Vec<u8>>);
+/// An operation and its request, and the host's answer to them.
+type Asked = (String, Vec<u8>, Option<Vec<u8>>);
 
 impl<'h> Memo<'h> {
     pub fn new(host: Host<'h>) -> Self {
@@ -235,15 +235,16 @@ impl<'h> Memo<'h> {
         }
     }
 
-    pub fn call(&self, request: &[u8]) -> Option<Vec<u8>> {
+    pub fn call(&self, operation: &str, request: &[u8]) -> Option<Vec<u8>> {
         if let Ok(answers) = self.answers.try_borrow() {
-            if let Some((_, answer)) = answers.iter().find(|(asked, _)| asked == request) {
+            let same = |(op, asked, _): &&Asked| op == operation && asked == request;
+            if let Some((_, _, answer)) = answers.iter().find(same) {
                 return answer.clone();
             }
         }
-        let answer = (self.host)(request);
+        let answer = (self.host)(operation, request);
         if let Ok(mut answers) = self.answers.try_borrow_mut() {
-            answers.push((request.to_vec(), answer.clone()));
+            answers.push((operation.to_string(), request.to_vec(), answer.clone()));
         }
         answer
     }

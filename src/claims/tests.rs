@@ -18,8 +18,8 @@ fn aws(more: Value) -> Config<'static> {
 fn cluster<'o>(
     objects: &'o [Value],
     calls: &'o RefCell<Vec<Value>>,
-) -> impl Fn(&[u8]) -> Option<Vec<u8>> + 'o {
-    move |request: &[u8]| {
+) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + 'o {
+    move |_: &str, request: &[u8]| {
         let request: Value = serde_json::from_slice(request).expect("JSON");
         calls.borrow_mut().push(request.clone());
         let name = request["field_selector"]
@@ -141,7 +141,7 @@ fn no_read_without_named_claims_without_classes_or_with_skip() {
     assert!(calls.borrow().is_empty());
     let skip = read_pod(&named, &aws(json!({"preflight": "skip"})), Some(&host));
     assert_eq!(skip.claims[0].devices, Err(Unread::Skipped));
-    let refused = read_pod(&named, &aws(json!({})), Some(&|_: &[u8]| None));
+    let refused = read_pod(&named, &aws(json!({})), Some(&|_: &str, _: &[u8]| None));
     assert_eq!(refused.claims[0].devices, Err(Unread::Refused));
     let no_host = read_pod(&named, &aws(json!({})), None);
     assert_eq!(no_host.claims[0].devices, Err(Unread::Refused));
@@ -151,14 +151,16 @@ fn no_read_without_named_claims_without_classes_or_with_skip() {
 #[test]
 fn a_memo_asks_each_request_once() {
     let calls = RefCell::new(0);
-    let host = |request: &[u8]| {
+    let host = |operation: &str, request: &[u8]| {
         *calls.borrow_mut() += 1;
-        (request != b"no").then(|| request.to_vec())
+        (request != b"no").then(|| [operation.as_bytes(), request].concat())
     };
     let memo = Memo::new(&host);
     for _ in 0..3 {
-        assert_eq!(memo.call(b"a"), Some(b"a".to_vec()));
-        assert_eq!(memo.call(b"no"), None);
+        assert_eq!(memo.call("list", b"a"), Some(b"lista".to_vec()));
+        assert_eq!(memo.call("list", b"no"), None);
+        // Another operation is another request.
+        assert_eq!(memo.call("get", b"a"), Some(b"geta".to_vec()));
     }
-    assert_eq!(*calls.borrow(), 2);
+    assert_eq!(*calls.borrow(), 3);
 }

@@ -1,11 +1,11 @@
 //! The keys that decide whether a pod is the policy's, read on every request (trigger, opt-out,
-//! owners), and those every pod of the policy shares (record, GPU resources, preflight), with
-//! their defaults (behaviour.md §1.1, §2).
+//! owners), and those every pod of the policy shares (record, GPU resources, preflight,
+//! validate-only), with their defaults (behaviour.md §1.1, §2, §10).
 
 use std::borrow::Cow;
 
 use super::reader::{Reader, show};
-use super::{Common, GPU_RESOURCES, PREFLIGHT, RECORD, top};
+use super::{Common, GPU_RESOURCES, PREFLIGHT, RECORD, VALIDATE_ONLY, top};
 use crate::clouds;
 use crate::error::{Error, Path};
 use crate::json::JsonType;
@@ -187,6 +187,14 @@ impl Reader {
                 ));
                 Mode::default()
             })
+    }
+}
+
+impl Reader {
+    /// `validateOnly`: `true` or `false` (also when absent or `null`).
+    pub(super) fn validate_only(&mut self, top: Value<'_, '_>) -> bool {
+        self.switch(&Path::Root, top, VALIDATE_ONLY)
+            .unwrap_or(false)
     }
 }
 

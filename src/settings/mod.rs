@@ -52,6 +52,7 @@ const COMMON_KEYS: [&str; 5] = [
 const RECORD: &str = "recordAnnotation";
 const GPU_RESOURCES: &str = "gpuResources";
 const PREFLIGHT: &str = "preflight";
+const VALIDATE_ONLY: &str = "validateOnly";
 const INSTANCE_TYPES: &str = "instanceTypes";
 
 /// Validated settings: what the rest of the policy works from.
@@ -69,6 +70,8 @@ pub struct Config<'a> {
     pub preflight: Mode,
     /// The annotation the record is written under; `None` when `recordAnnotation` is `""`.
     pub record: Option<Cow<'a, str>>,
+    /// Refuse a pod that would be changed instead of changing it (behaviour.md §10).
+    pub validate_only: bool,
 }
 
 /// The settings that decide whether a pod is the policy's (behaviour.md §2): all that is read
@@ -148,6 +151,7 @@ impl<'a> Config<'a> {
         let device_classes = r.device_classes(top);
         let preflight = r.preflight(top);
         let record = r.record(top, &common);
+        let validate_only = r.validate_only(top);
         let cloud = r.one_cloud(enabled);
         match cloud {
             Some(cloud) if r.errors.is_empty() => Ok(Config {
@@ -157,6 +161,7 @@ impl<'a> Config<'a> {
                 device_classes,
                 preflight,
                 record,
+                validate_only,
             }),
             _ => Err(Error::Settings(r.errors)),
         }
@@ -172,6 +177,7 @@ impl Reader {
                 || key == PREFLIGHT
                 || key == GPU_DEVICE_CLASSES
                 || key == FABRIC_DEVICE_CLASSES
+                || key == VALIDATE_ONLY
                 || clouds::ALL.iter().any(|cloud| cloud.name == key)
         };
         for (key, _) in top.members() {
@@ -185,6 +191,7 @@ impl Reader {
                         GPU_DEVICE_CLASSES,
                         FABRIC_DEVICE_CLASSES,
                         PREFLIGHT,
+                        VALIDATE_ONLY,
                     ])
                     .collect();
                 self.unknown_key(&Path::Root, key, &allowed);

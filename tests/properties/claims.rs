@@ -32,7 +32,7 @@ proptest! {
     ) {
         let bytes = payload("CREATE", &pod, &settings);
         let calls = RefCell::new(Vec::new());
-        let host = |request: &[u8]| {
+        let host = |_: &str, request: &[u8]| {
             calls.borrow_mut().push(request.to_vec());
             claim_host_answer(&answer, request)
         };
@@ -63,7 +63,7 @@ proptest! {
         let Some((resources, claims, templates)) = with_claims(&pod) else {
             return Ok(());
         };
-        let host = |request: &[u8]| {
+        let host = |_: &str, request: &[u8]| {
             let request: Value = serde_json::from_slice(request).unwrap();
             let name = request["field_selector"].as_str().unwrap_or_default()
                 .trim_start_matches("metadata.name=").to_string();

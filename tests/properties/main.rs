@@ -29,8 +29,10 @@
 //! - `generators/claims.rs`: the cluster's answers to a pod's claim reads, of every shape.
 //! - `run.rs` runs the policy; `api_rules.rs` and `inspect.rs` read what it answered.
 //! - The properties, by topic: `decision.rs` (every pod's answer), `mutation.rs` (what a mutation
-//!   may change), `injection.rs` (what it injects), `preflight.rs` (the host calls), `claims.rs`
-//!   (GPUs through DRA claims), `robustness.rs` (no panics, settings refused as they should be).
+//!   may change), `injection.rs` (what it injects), `preflight.rs` (the host calls and the
+//!   namespace's Pod Security level), `claims.rs` (GPUs through DRA claims), `robustness.rs` (no
+//!   panics, settings refused as they should be), `validate_only.rs` (the validate-only answer
+//!   held to the injector's, on pods as drawn and as the API server stores them).
 //! - `coverage.rs`: the generators produce the cases the properties are about.
 //! - `regressions.rs`: inputs the properties and the fuzzer found, minimized.
 
@@ -51,6 +53,7 @@ mod preflight;
 mod regressions;
 mod robustness;
 mod run;
+mod validate_only;
 
 /// The configuration of every `proptest!` block. Failures are pinned as named regression tests
 /// (`regressions.rs`) rather than in a seed file that would outlive the generators it was drawn

@@ -5,10 +5,14 @@ use crate::generators::case;
 use crate::generators::host::Answer;
 use crate::generators::host::answers;
 use crate::generators::host::host_answer;
+use crate::generators::host::namespace_answer;
+use crate::generators::host::namespace_answers;
+use crate::generators::host::refusing;
 use crate::run::opted_in;
 use crate::run::payload;
 use multinode_networking_policy::admission;
 use multinode_networking_policy::admission::Verdict;
+use multinode_networking_policy::preflight;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -51,9 +55,14 @@ proptest! {
         let bytes = payload("CREATE", &pod, &settings);
         let without = admission::evaluate(&bytes);
         let calls = std::cell::RefCell::new(Vec::new());
-        let host = |request: &[u8]| {
-            calls.borrow_mut().push(request.to_vec());
-            host_answer(&answer, request)
+        let host = |operation: &str, request: &[u8]| {
+            if operation == preflight::LIST {
+                calls.borrow_mut().push(request.to_vec());
+                host_answer(&answer, request)
+            } else {
+                // The namespace says nothing here: the next property is about it.
+                None
+            }
         };
         let with = admission::evaluate_with(&bytes, &host);
         let encoded: Value = serde_json::from_slice(&admission::validate_with(&bytes, &host)).unwrap();
@@ -109,4 +118,51 @@ fn names_claims(pod: &Value) -> bool {
                 .and_then(Value::as_array)
                 .is_some_and(|claims| !claims.is_empty())
         })
+}
+
+proptest! {
+    #![proptest_config(crate::config())]
+
+    /// The namespace's Pod Security level (behaviour.md §11): read once, only for a pod the
+    /// policy changes and not with `preflight: skip`; only an enforced baseline or restricted
+    /// level speaks, with a warning after the others or, with `reject`, a refusal; every other
+    /// answer leaves the answer as it was.
+    #[test]
+    fn only_a_refusing_level_speaks_and_only_for_a_changed_pod(
+        (settings, pod) in case(),
+        answer in namespace_answers(),
+    ) {
+        let bytes = payload("CREATE", &pod, &settings);
+        let without = admission::evaluate(&bytes);
+        let reads = std::cell::Cell::new(0);
+        let host = |operation: &str, request: &[u8]| {
+            if operation == preflight::LIST {
+                return None;
+            }
+            reads.set(reads.get() + 1);
+            namespace_answer(&answer, request)
+        };
+        let with = admission::evaluate_with(&bytes, &host);
+        let mode = settings.get("preflight").and_then(Value::as_str).unwrap_or("warn");
+        let changed = matches!(without, Verdict::Mutate { .. });
+        prop_assert_eq!(reads.get(), usize::from(changed && mode != "skip"));
+        let speaks = |said: &str| said.contains("enforces the Pod Security level");
+        match (&without, &with) {
+            _ if !refusing(&answer) || reads.get() == 0 => prop_assert_eq!(&with, &without),
+            (Verdict::Mutate { .. }, Verdict::Reject { message }) if mode == "reject" => {
+                prop_assert!(speaks(message), "{}", message);
+            }
+            (
+                Verdict::Mutate { pod: a, warnings: w, record: r },
+                Verdict::Mutate { pod: b, warnings: v, record: q },
+            ) => {
+                prop_assert_eq!(a, b);
+                prop_assert_eq!(r, q);
+                prop_assert!(v.len() <= w.len() + 1 && v.starts_with(w), "{:?} then {:?}", w, v);
+                prop_assert!(v[w.len()..].iter().all(|s| speaks(s)), "{:?}", v);
+                prop_assert!(mode != "reject" || v.len() == w.len());
+            }
+            _ => prop_assert!(false, "without a host {:?}, with {:?}", without, with),
+        }
+    }
 }

@@ -19,7 +19,8 @@ use serde_json::Value;
 use serde_json::json;
 
 /// A request without a namespace, or with an empty one, makes no preflight call: an empty
-/// namespace would list every namespace's objects (behaviour.md §9).
+/// namespace would list every namespace's objects (behaviour.md §9), and has no Pod Security
+/// level to read (§11).
 #[test]
 pub(crate) fn a_request_without_a_namespace_makes_no_preflight_call() {
     let pod = volcano_worker(
@@ -31,13 +32,18 @@ pub(crate) fn a_request_without_a_namespace_makes_no_preflight_call() {
         let mut request = admission_request("CREATE", &pod_kind(), &pod);
         request["namespace"] = namespace.clone();
         let calls = std::cell::Cell::new(0);
-        let host = |_: &[u8]| {
+        let host = |_: &str, _: &[u8]| {
             calls.set(calls.get() + 1);
             None
         };
         let verdict = admission::evaluate_with(&fixtures::payload(&request, &settings), &host);
         assert!(matches!(verdict, Verdict::Mutate { .. }), "{verdict:?}");
-        assert_eq!(calls.get(), usize::from(namespace == "jobs"), "{namespace}");
+        // With one: the network's list, and the namespace's read (behaviour.md §11).
+        assert_eq!(
+            calls.get(),
+            2 * usize::from(namespace == "jobs"),
+            "{namespace}"
+        );
     }
 }
 

@@ -121,11 +121,12 @@ fn run() -> Result<()> {
         let t = bench.measure(&case)?;
         let (ratio, limit) = match case.expect {
             Expect::Accept => (t.ratio_accept, 0.6),
-            Expect::Mutate => (t.ratio_echo, 1.25),
+            // The validate-only refusal: an opted-in pod's work, held to the opted-in target.
+            Expect::Mutate | Expect::Refuse => (t.ratio_echo, 1.25),
         };
         let floor = match case.expect {
             Expect::Accept => "accept",
-            Expect::Mutate => "echo",
+            Expect::Mutate | Expect::Refuse => "echo",
         };
         // With a cluster, the time includes the test host's own work of answering the host call
         // (reading its fixture objects, writing the list), which no floor has: such a case is held
@@ -465,6 +466,9 @@ enum Expect {
     Accept,
     /// Mutated: measured against the echo floor.
     Mutate,
+    /// Refused by the validate-only answer for what it lacks (behaviour.md §10): the injector's
+    /// work and the reading of the mutation, measured against the echo floor.
+    Refuse,
 }
 
 struct Case {
@@ -563,6 +567,19 @@ fn cases() -> Result<Vec<Case>> {
             cloud: "oci, largest",
             settings: largest_settings()?,
             pod,
+            expect,
+            cluster: None,
+        })
+    };
+    // The stored pods of e2e-tests/pods, under the settings their cases have.
+    let validate_only = |name: &str, file: &str, expect| -> Result<Case> {
+        let pod =
+            e2e_tests::read_yaml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file))?;
+        Ok(Case {
+            name: name.to_string(),
+            cloud: "oci, validateOnly",
+            settings: json!({"oci": {"enabled": true}, "validateOnly": true}),
+            pod: fixtures::stored::stored(&pod),
             expect,
             cluster: None,
         })
@@ -729,6 +746,20 @@ fn cases() -> Result<Vec<Case>> {
             stress_pod(1000, 0),
             Expect::Mutate,
         )?,
+        // validateOnly (behaviour.md §10) on pods as the API server stores them
+        // (`fixtures::stored`): the one wired already is accepted (the not-opted-in target), the
+        // one without its fabric refused for what it lacks (the opted-in target); a pod the
+        // injector would change reads its namespace (§11), here an erring host call.
+        validate_only(
+            "validateOnly: 8-GPU worker (Volcano Job), wired and stored",
+            "e2e-tests/pods/oci-worker-wired.yaml",
+            Expect::Accept,
+        )?,
+        validate_only(
+            "validateOnly: 8-GPU worker (Volcano Job), stored without its fabric",
+            "e2e-tests/pods/oci-worker.yaml",
+            Expect::Refuse,
+        )?,
         largest(
             "not opted in: 8-GPU worker, largest settings",
             without_trigger(volcano_job_worker()),
@@ -773,7 +804,9 @@ fn check(policy: &Instance, baseline: &Instance, case: &Case, payload: &[u8]) ->
     let mut objects: Vec<&[u8]> = calls.iter().map(|(_, _, _, p)| p.as_slice()).collect();
     objects.sort_unstable();
     objects.dedup();
-    if case.expect == Expect::Accept && !calls.is_empty() {
+    // A wired pod the validate-only answer accepts is opted in: its preflight still looks.
+    let opted_in = case.settings["validateOnly"] == true;
+    if case.expect == Expect::Accept && !opted_in && !calls.is_empty() {
         bail!(
             "{}: a pod that is not opted in made {} host calls",
             case.name,
@@ -796,7 +829,14 @@ fn check(policy: &Instance, baseline: &Instance, case: &Case, payload: &[u8]) ->
     let accepted = answer(baseline, "validate")?;
     let echoed = answer(baseline, "validate_echo")?;
     let mutated = !ours["mutated_object"].is_null();
-    if ours["accepted"] != true || mutated != (case.expect == Expect::Mutate) {
+    let lacks = ours["message"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("multi-node networking: this pod lacks the "));
+    let as_expected = match case.expect {
+        Expect::Refuse => ours["accepted"] == false && lacks,
+        other => ours["accepted"] == true && mutated == (other == Expect::Mutate),
+    };
+    if !as_expected {
         bail!("{}: the policy answered {ours}", case.name);
     }
     if accepted["accepted"] != true || !accepted["mutated_object"].is_null() {

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
+use e2e_tests::Policy;
 use e2e_tests::admission_response::{admission_response, decoded_patch};
 use e2e_tests::cases::{self, Case, SettingsCase};
-use e2e_tests::{Policy, admission_request};
 use serde_json::Value;
 
 const USAGE: &str = "usage: kwctl-cases --kwctl KWCTL --module FILE --work DIR";
@@ -71,6 +71,7 @@ fn main() -> Result<()> {
             kind: e2e_tests::pod_kind(),
             object: pod.clone(),
             payload: None,
+            stored: false,
             cluster: None,
             expect: cases::Expect {
                 accepted: true,
@@ -111,7 +112,7 @@ fn run_case(
 ) -> Result<()> {
     let dir = work.join(&case.name);
     std::fs::create_dir_all(&dir)?;
-    let request = admission_request(&case.operation, &case.kind, &case.object);
+    let request = case.request();
     write(&dir.join("request.json"), &request)?;
     write(&dir.join("settings.json"), &case.settings)?;
     let output = Command::new(kwctl)

@@ -104,11 +104,13 @@ fn mutation_case(instance: &Instance, file: &str, case: &Case) -> Result<Vec<Val
         })]);
     }
     // The page builds the request for a pod it is given only as a CREATE of a core/v1 Pod. It
-    // has no host, so a case's cluster state (behaviour.md §9) is not something it can be given:
-    // such a case is only answered byte for byte, the module here being without a cluster too,
-    // as for an AdmissionPolicy.
-    let page_can_send =
-        case.operation == "CREATE" && case.kind == pod_kind() && case.cluster.is_none();
+    // has no host, so a case's cluster state (behaviour.md §9) is not something it can be given,
+    // nor an audit scanner's request for a stored pod (§10): such a case is only answered byte
+    // for byte, the module here being without a cluster too, as for an AdmissionPolicy.
+    let page_can_send = case.operation == "CREATE"
+        && case.kind == pod_kind()
+        && case.cluster.is_none()
+        && !case.stored;
     let mut entries = vec![json!({
         "name": case.name,
         "file": file,

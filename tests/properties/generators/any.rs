@@ -3,6 +3,7 @@
 use crate::generators::corruption::corrupt;
 use crate::generators::corruption::corruptions;
 use crate::generators::settings::valid_settings;
+use crate::generators::settings::validate_only_setting;
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::Value;
@@ -105,7 +106,13 @@ pub(crate) fn any_json() -> impl Strategy<Value = Value> {
 pub(crate) fn any_settings() -> impl Strategy<Value = Value> {
     prop_oneof![
         any_json(),
-        (valid_settings(), corruptions())
-            .prop_map(|((settings, ..), corruptions)| corrupt(settings, &corruptions)),
+        (valid_settings(), validate_only_setting(), corruptions()).prop_map(
+            |((mut settings, ..), validate_only, corruptions)| {
+                if let Some(value) = validate_only {
+                    settings["validateOnly"] = value;
+                }
+                corrupt(settings, &corruptions)
+            }
+        ),
     ]
 }

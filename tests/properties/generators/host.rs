@@ -1,4 +1,5 @@
-//! What a policy server answers the preflight's host calls.
+//! What a policy server answers the preflight's host calls: the lists of the objects an injection
+//! refers to (behaviour.md §9), and the pod's namespace (§11).
 
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -60,5 +61,66 @@ pub(crate) fn host_answer(answer: &Answer, request: &[u8]) -> Option<Vec<u8>> {
         }
         Answer::Error => None,
         Answer::Garbage(bytes) => Some(bytes.clone()),
+    }
+}
+
+/// What a policy server answers the read of the pod's namespace (behaviour.md §11).
+#[derive(Debug, Clone)]
+pub(crate) enum NamespaceAnswer {
+    /// The namespace, with these labels.
+    Labelled(Value),
+    /// An error: no RBAC for Namespaces, not in contextAwareResources, an AdmissionPolicy.
+    Error,
+    /// Bytes that are not the namespace.
+    Garbage(Vec<u8>),
+}
+
+/// The Pod Security labels a namespace may carry: each enforced level, none, `warn` and `audit`
+/// only, a level Pod Security does not know.
+pub(crate) fn namespace_answers() -> impl Strategy<Value = NamespaceAnswer> {
+    const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+    prop_oneof![
+        select(vec![
+            json!({ENFORCE: "privileged"}),
+            json!({ENFORCE: "baseline"}),
+            json!({ENFORCE: "restricted"}),
+            json!({ENFORCE: "baseline", "pod-security.kubernetes.io/enforce-version": "v1.34"}),
+            json!({}),
+            json!({"pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/audit": "baseline"}),
+            json!({ENFORCE: "Restricted"}),
+        ])
+        .prop_map(NamespaceAnswer::Labelled),
+        Just(NamespaceAnswer::Error),
+        select(vec!["", "null", "{}", r#"{"kind":"Namespace","metadata":{"name":"other"}}"#, "[1]"])
+            .prop_map(|text| NamespaceAnswer::Garbage(text.as_bytes().to_vec())),
+        proptest::collection::vec(any::<u8>(), 0..48).prop_map(NamespaceAnswer::Garbage),
+    ]
+}
+
+/// The host's answer to `request` (a `get_resource` of a Namespace the policy wrote).
+pub(crate) fn namespace_answer(answer: &NamespaceAnswer, request: &[u8]) -> Option<Vec<u8>> {
+    let request: Value = serde_json::from_slice(request).expect("the policy writes JSON");
+    assert_eq!(request["kind"], "Namespace");
+    match answer {
+        NamespaceAnswer::Labelled(labels) => Some(
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": request["name"], "labels": labels},
+                   "status": {"phase": "Active"}})
+            .to_string()
+            .into_bytes(),
+        ),
+        NamespaceAnswer::Error => None,
+        NamespaceAnswer::Garbage(bytes) => Some(bytes.clone()),
+    }
+}
+
+/// Whether the namespace answered enforces a level that refuses something (§11).
+pub(crate) fn refusing(answer: &NamespaceAnswer) -> bool {
+    match answer {
+        NamespaceAnswer::Labelled(labels) => matches!(
+            labels["pod-security.kubernetes.io/enforce"].as_str(),
+            Some("baseline" | "restricted")
+        ),
+        _ => false,
     }
 }

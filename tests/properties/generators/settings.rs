@@ -1,5 +1,5 @@
 //! Settings: the keys every cloud block may have, each cloud's block, and valid settings for
-//! one of the four clouds with their trigger, opt-out and preflight keys.
+//! one of the four clouds with their trigger, opt-out, preflight and validate-only keys.
 
 use crate::generators::CUSTOM_TRIGGER;
 use crate::generators::gcp::TCPXO_NETWORKS;
@@ -450,4 +450,9 @@ pub(crate) fn preflight_setting() -> impl Strategy<Value = Option<Value>> {
             json!(null),
         ]),
     )
+}
+
+/// `validateOnly` (behaviour.md §10): absent mostly, else each value or `null`.
+pub(crate) fn validate_only_setting() -> impl Strategy<Value = Option<Value>> {
+    proptest::option::weighted(0.5, select(vec![json!(true), json!(false), json!(null)]))
 }

@@ -1,0 +1,323 @@
+//! Pod Security, before its refusal (behaviour.md §11). Pod Security admission runs after the
+//! mutating webhooks: a namespace labelled `pod-security.kubernetes.io/enforce: baseline` (or
+//! `restricted`) refuses the pod the policy wired for capabilities, hostPath volumes or a
+//! privileged daemon its author never wrote. So for a pod the policy would change, the preflight
+//! reads the namespace's label with one `get_resource` host call and, where the level refuses
+//! what the policy adds, says so itself: a warning naming the level, the fields and the fix, or
+//! with `preflight: reject` a refusal with that message.
+//!
+//! Only the namespace's label is visible to a policy: the API server's own default level (its
+//! `PodSecurity` admission configuration) and its exemptions are not, so an unlabelled namespace
+//! says nothing. As for every preflight call, an error or an answer that cannot be read says
+//! nothing.
+
+use crate::added::Added;
+use crate::error::Error;
+use crate::json::lenient::{Loose, Members, members, read, string};
+use crate::json::write::push_string;
+use crate::preflight::{Host, Mode};
+
+/// The host call that reads the namespace.
+pub const GET: &str = "get_resource";
+/// The label whose level Pod Security admission enforces.
+pub const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+
+/// The capabilities the baseline level lets a container add (Pod Security Standards, "Baseline",
+/// "Capabilities"); the restricted level only NET_BIND_SERVICE.
+const BASELINE_CAPABILITIES: [&str; 13] = [
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+];
+
+/// A level that refuses something; `privileged` refuses nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Baseline,
+    Restricted,
+}
+
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Level::Baseline => "baseline",
+            Level::Restricted => "restricted",
+        }
+    }
+
+    fn allows(self, capability: &str) -> bool {
+        // The API server compares capabilities as written; a CAP_ prefix is another name.
+        match self {
+            Level::Baseline => BASELINE_CAPABILITIES.contains(&capability),
+            Level::Restricted => capability == "NET_BIND_SERVICE",
+        }
+    }
+}
+
+/// The `get_resource` request for the namespace `name` (snake_case, as the SDK's
+/// `GetResourceRequest` writes it; a cluster-scoped kind has no namespace).
+pub fn request(name: &str) -> Vec<u8> {
+    let mut text = String::with_capacity(96);
+    text.push_str(r#"{"api_version":"v1","kind":"Namespace","name":"#);
+    push_string(&mut text, name);
+    text.push_str(r#","disable_cache":false}"#);
+    text.into_bytes()
+}
+
+/// The level the namespace `name` enforces, from the host's answer: `None` for `privileged`, no
+/// label, a value Pod Security does not know, or an answer that is not that namespace.
+pub fn level(answer: &[u8], name: &str) -> Option<Level> {
+    let text = std::str::from_utf8(answer).ok()?;
+    let namespace = read::<Loose<Members<'_>>>(text).ok()?.0;
+    if namespace.get("kind").and_then(string).as_deref() != Some("Namespace") {
+        return None;
+    }
+    let metadata = members(namespace.get("metadata")?);
+    if metadata.get("name").and_then(string).as_deref() != Some(name) {
+        return None;
+    }
+    let labels = members(metadata.get("labels")?);
+    match labels.get(ENFORCE).and_then(string).as_deref() {
+        Some("baseline") => Some(Level::Baseline),
+        Some("restricted") => Some(Level::Restricted),
+        _ => None,
+    }
+}
+
+/// Reads the level of `namespace` through `host`, once: `None` without a level that refuses
+/// anything, or when the policy may not look.
+pub fn read_level(namespace: &str, mode: Mode, host: Host<'_>) -> Option<Level> {
+    if mode == Mode::Skip {
+        return None;
+    }
+    level(&host(GET, &request(namespace))?, namespace)
+}
+
+/// What of `added` the level refuses, each field named: `container worker capabilities IPC_LOCK`,
+/// `hostPath volume efa-libs`, `privileged container tcpx-daemon`.
+pub fn refused(level: Level, added: &Added) -> Vec<String> {
+    let mut fields = Vec::new();
+    for container in added.all_containers() {
+        let capabilities: Vec<&str> = container
+            .capabilities
+            .iter()
+            .map(String::as_str)
+            .filter(|c| !level.allows(c))
+            .collect();
+        if !capabilities.is_empty() {
+            fields.push(format!(
+                "container {} capabilities {}",
+                container.name,
+                capabilities.join(" ")
+            ));
+        }
+        if container.privileged {
+            fields.push(format!("privileged container {}", container.name));
+        }
+    }
+    for volume in added.volumes.iter().filter(|v| v.host_path) {
+        fields.push(format!("hostPath volume {}", volume.name));
+    }
+    fields
+}
+
+/// The warning about `namespace`'s `level` refusing `added`, or with [`Mode::Reject`] the
+/// refusal; nothing where the level refuses none of it.
+pub fn check(
+    level: Level,
+    added: &Added,
+    namespace: &str,
+    mode: Mode,
+) -> Result<Option<String>, Error> {
+    let fields = refused(level, added);
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let message = crate::validate::one_line(format!(
+        "multi-node networking: namespace {namespace} enforces the Pod Security level {} ({ENFORCE}), which refuses what the policy adds to this pod: {}; Pod Security admission will refuse the pod: label the namespace {ENFORCE}=privileged, or exempt it from Pod Security in the API server's admission configuration",
+        level.name(),
+        fields.join(", ")
+    ));
+    if mode == Mode::Reject {
+        return Err(Error::Preflight {
+            message: format!("{message} (preflight: reject refuses such a pod)"),
+        });
+    }
+    Ok(Some(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::added::{Container, Volume};
+    use std::cell::RefCell;
+
+    fn namespace(name: &str, labels: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{name}","labels":{labels}}},"status":{{"phase":"Active"}}}}"#
+        )
+    }
+
+    #[test]
+    fn the_request_is_the_sdks_get_resource() {
+        let value: serde_json::Value = serde_json::from_slice(&request("team-\"a\"")).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"api_version": "v1", "kind": "Namespace", "name": "team-\"a\"", "disable_cache": false})
+        );
+    }
+
+    #[test]
+    fn only_an_enforce_label_of_baseline_or_restricted_is_a_level() {
+        let at = |labels: &str| level(namespace("jobs", labels).as_bytes(), "jobs");
+        assert_eq!(
+            at(r#"{"pod-security.kubernetes.io/enforce":"baseline"}"#),
+            Some(Level::Baseline)
+        );
+        assert_eq!(
+            at(r#"{"pod-security.kubernetes.io/enforce":"restricted"}"#),
+            Some(Level::Restricted)
+        );
+        for labels in [
+            r#"{"pod-security.kubernetes.io/enforce":"privileged"}"#,
+            r#"{"pod-security.kubernetes.io/warn":"restricted"}"#,
+            r#"{"pod-security.kubernetes.io/audit":"baseline"}"#,
+            r#"{"pod-security.kubernetes.io/enforce":"Baseline"}"#,
+            r#"{"pod-security.kubernetes.io/enforce":3}"#,
+            r#"{}"#,
+            "null",
+            "[]",
+        ] {
+            assert_eq!(at(labels), None, "{labels}");
+        }
+        let other = namespace(
+            "other",
+            r#"{"pod-security.kubernetes.io/enforce":"baseline"}"#,
+        );
+        assert_eq!(level(other.as_bytes(), "jobs"), None);
+        for garbage in [
+            "",
+            "null",
+            "[]",
+            "{}",
+            r#"{"kind":"Namespace"}"#,
+            "{\"kind\":",
+            "\u{0}",
+        ] {
+            assert_eq!(level(garbage.as_bytes(), "jobs"), None, "{garbage}");
+        }
+        assert_eq!(level(&[0xff], "jobs"), None);
+    }
+
+    #[test]
+    fn one_call_and_none_when_skipped() {
+        let calls = RefCell::new(Vec::new());
+        let answer = namespace(
+            "jobs",
+            r#"{"pod-security.kubernetes.io/enforce":"baseline"}"#,
+        );
+        let host = |operation: &str, request: &[u8]| {
+            calls
+                .borrow_mut()
+                .push((operation.to_string(), request.to_vec()));
+            Some(answer.clone().into_bytes())
+        };
+        assert_eq!(read_level("jobs", Mode::Warn, &host), Some(Level::Baseline));
+        assert_eq!(
+            read_level("jobs", Mode::Reject, &host),
+            Some(Level::Baseline)
+        );
+        assert_eq!(calls.borrow().len(), 2);
+        assert_eq!(calls.borrow()[0].0, GET);
+        assert_eq!(read_level("jobs", Mode::Skip, &host), None);
+        assert_eq!(calls.borrow().len(), 2);
+        assert_eq!(
+            read_level("jobs", Mode::Warn, &|_: &str, _: &[u8]| None),
+            None
+        );
+    }
+
+    fn wired() -> Added {
+        Added {
+            containers: vec![Container {
+                name: "worker".into(),
+                capabilities: vec!["IPC_LOCK".into(), "CHOWN".into(), "NET_BIND_SERVICE".into()],
+                ..Container::default()
+            }],
+            sidecars: vec![Container {
+                name: "daemon".into(),
+                privileged: true,
+                capabilities: vec!["NET_ADMIN".into()],
+                ..Container::default()
+            }],
+            volumes: vec![
+                Volume {
+                    name: "libs".into(),
+                    host_path: true,
+                },
+                Volume {
+                    name: "shm".into(),
+                    host_path: false,
+                },
+            ],
+            ..Added::default()
+        }
+    }
+
+    #[test]
+    fn each_level_names_what_it_refuses() {
+        assert_eq!(
+            refused(Level::Baseline, &wired()),
+            vec![
+                "container worker capabilities IPC_LOCK",
+                "container daemon capabilities NET_ADMIN",
+                "privileged container daemon",
+                "hostPath volume libs",
+            ]
+        );
+        assert_eq!(
+            refused(Level::Restricted, &wired())[0],
+            "container worker capabilities IPC_LOCK CHOWN"
+        );
+        let harmless = Added {
+            containers: vec![Container {
+                name: "w".into(),
+                capabilities: vec!["CHOWN".into()],
+                env: vec!["NCCL_X".into()],
+                ..Container::default()
+            }],
+            ..Added::default()
+        };
+        assert!(refused(Level::Baseline, &harmless).is_empty());
+        assert_eq!(
+            check(Level::Baseline, &harmless, "jobs", Mode::Reject),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn warns_or_refuses_with_the_level_the_fields_and_the_fix() {
+        let warning = check(Level::Baseline, &wired(), "jobs", Mode::Warn)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            warning,
+            "multi-node networking: namespace jobs enforces the Pod Security level baseline (pod-security.kubernetes.io/enforce), which refuses what the policy adds to this pod: container worker capabilities IPC_LOCK, container daemon capabilities NET_ADMIN, privileged container daemon, hostPath volume libs; Pod Security admission will refuse the pod: label the namespace pod-security.kubernetes.io/enforce=privileged, or exempt it from Pod Security in the API server's admission configuration"
+        );
+        let refusal = check(Level::Baseline, &wired(), "jobs", Mode::Reject).unwrap_err();
+        assert_eq!(
+            refusal.to_string(),
+            format!("{warning} (preflight: reject refuses such a pod)")
+        );
+    }
+}
