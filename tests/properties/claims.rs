@@ -9,8 +9,8 @@ use crate::generators::claims::{claim_answers, claim_host_answer, list};
 use crate::generators::pods::pod;
 use crate::generators::settings::valid_settings;
 use crate::run::{answer_of, opted_in, payload};
-use multinode_networking_policy::admission;
 use multinode_networking_policy::quantity;
+use multinode_networking_policy::{admission, preflight};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -32,7 +32,11 @@ proptest! {
     ) {
         let bytes = payload("CREATE", &pod, &settings);
         let calls = RefCell::new(Vec::new());
-        let host = |_: &str, request: &[u8]| {
+        // The namespace's read (behaviour.md §11) is the Pod Security properties' own.
+        let host = |operation: &str, request: &[u8]| {
+            if operation != preflight::LIST {
+                return None;
+            }
             calls.borrow_mut().push(request.to_vec());
             claim_host_answer(&answer, request)
         };
@@ -63,7 +67,10 @@ proptest! {
         let Some((resources, claims, templates)) = with_claims(&pod) else {
             return Ok(());
         };
-        let host = |_: &str, request: &[u8]| {
+        let host = |operation: &str, request: &[u8]| {
+            if operation != preflight::LIST {
+                return None;
+            }
             let request: Value = serde_json::from_slice(request).unwrap();
             let name = request["field_selector"].as_str().unwrap_or_default()
                 .trim_start_matches("metadata.name=").to_string();
