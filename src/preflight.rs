@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 use crate::error::Error;
-use crate::json::lenient::{Loose, Members, items, members, read, string};
+use crate::json::lenient::{Loose, Members, item_named, read};
 use crate::json::write::push_string;
 use crate::profile::{Profile, Source};
 
@@ -255,14 +255,7 @@ pub fn lists(answer: &[u8], name: &str) -> Option<bool> {
     if !list.get().starts_with('[') {
         return None;
     }
-    Some(items(list).iter().any(|item| {
-        members(item)
-            .get("metadata")
-            .map(members)
-            .and_then(|metadata| metadata.get("name"))
-            .and_then(string)
-            .is_some_and(|found| found == name)
-    }))
+    Some(item_named(list, name).is_some())
 }
 
 #[cfg(test)]

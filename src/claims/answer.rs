@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::json::lenient::{Loose, Members, items, members, read, string};
+use crate::json::lenient::{Loose, Members, item_named, items, members, read, string};
 
 /// The devices of a claim that the policy counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -67,16 +67,7 @@ pub fn read_answer(answer: &[u8], name: &str, holder: Holder, classes: &Classes<
     else {
         return Answer::Unreadable;
     };
-    // A host that ignored the field selector answers others too: only the name counts.
-    let named = items(list).into_iter().find(|item| {
-        members(item)
-            .get("metadata")
-            .map(members)
-            .and_then(|metadata| metadata.get("name"))
-            .and_then(string)
-            .is_some_and(|found| found == name)
-    });
-    let Some(object) = named else {
+    let Some(object) = item_named(list, name) else {
         return Answer::Missing;
     };
     let mut spec = members(object).get("spec");

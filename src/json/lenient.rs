@@ -235,6 +235,19 @@ impl<'a, 'de: 'a> Lenient<'de> for RawList<'a> {
     }
 }
 
+/// The item of a list of Kubernetes objects (a list's `items`) whose `metadata.name` is `name`:
+/// a host that ignores a field selector answers others too.
+pub fn item_named<'a>(list: &'a RawValue, name: &str) -> Option<&'a RawValue> {
+    items(list).into_iter().find(|item| {
+        members(item)
+            .get("metadata")
+            .map(members)
+            .and_then(|metadata| metadata.get("name"))
+            .and_then(string)
+            .is_some_and(|found| found == name)
+    })
+}
+
 /// A string value, decoded; `None` for any other value.
 pub fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
     read::<Loose<Text<'_>>>(raw.get())

@@ -175,13 +175,18 @@ impl Reader {
         let named = |name: &str| set[before..].iter().any(|s| s.key.name == name);
         for (a, b) in fabric.exclusive {
             if named(a) && named(b) {
-                self.errors.push(format!(
-                    "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
-                    Path::Key(path, a),
-                    Path::Key(path, b)
-                ));
+                self.both_set(path, a, b);
             }
         }
+    }
+
+    /// Two keys of `path` set that count one device two ways.
+    fn both_set(&mut self, path: &Path<'_>, a: &str, b: &str) {
+        self.errors.push(format!(
+            "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
+            Path::Key(path, a),
+            Path::Key(path, b)
+        ));
     }
 
     /// A block's `devicesPerNode` with `gpusPerNode`: every node's devices shared by its GPUs, as
@@ -227,11 +232,7 @@ impl Reader {
                 other.param,
                 Param::PerGpu(_) | Param::Whole(_) | Param::Rails(_)
             ) {
-                self.errors.push(format!(
-                    "{} and {} cannot both be set; keep the one that matches the cluster's device plugin",
-                    Path::Key(path, DEVICES_PER_NODE),
-                    Path::Key(path, other.key.name)
-                ));
+                self.both_set(path, DEVICES_PER_NODE, other.key.name);
                 return;
             }
         }
