@@ -75,51 +75,66 @@ impl Added {
         let (before, after) = (object_of(before), object_of(after));
         let (old, new) = (object(before.get("spec")), object(after.get("spec")));
         let mut added = Added::default();
-        let old_containers = list(&old, "containers");
-        for (index, container) in list(&new, "containers").into_iter().enumerate() {
+        added.containers_of(&old, &new);
+        added.volumes_of(&old, &new);
+        added.claims = new_names(&list(&old, "resourceClaims"), &list(&new, "resourceClaims"));
+        added.annotations_of(&before, &after, record);
+        added
+    }
+
+    /// What each container gained, and the containers and init containers that are new: the
+    /// sidecars.
+    fn containers_of(&mut self, old: &Members<'_>, new: &Members<'_>) {
+        let old_containers = list(old, "containers");
+        for (index, container) in list(new, "containers").into_iter().enumerate() {
             let container = members(container);
             match old_containers.get(index) {
                 Some(was) => {
                     let gained = Container::gained(&members(was), &container, index);
                     if !gained.is_empty() {
-                        added.containers.push(gained);
+                        self.containers.push(gained);
                     }
                 }
                 None => {
-                    added
-                        .sidecars
+                    self.sidecars
                         .push(Container::gained(&Members::default(), &container, index))
                 }
             }
         }
-        let old_init = list(&old, "initContainers");
+        let old_init = list(old, "initContainers");
         let had: Vec<Cow<'_, str>> = names(&old_init)
             .into_iter()
             .chain(names(&old_containers))
             .collect();
-        for (index, container) in list(&new, "initContainers").into_iter().enumerate() {
+        for (index, container) in list(new, "initContainers").into_iter().enumerate() {
             let container = members(container);
             let name = container.get("name").and_then(string).unwrap_or_default();
             if index >= old_init.len() && !had.contains(&name) {
-                added
-                    .sidecars
+                self.sidecars
                     .push(Container::gained(&Members::default(), &container, index));
             }
         }
-        let old_volumes = names(&list(&old, "volumes"));
-        for volume in list(&new, "volumes") {
+    }
+
+    /// The pod volumes that are new, and whether each is a hostPath.
+    fn volumes_of(&mut self, old: &Members<'_>, new: &Members<'_>) {
+        let old_volumes = names(&list(old, "volumes"));
+        for volume in list(new, "volumes") {
             let volume = members(volume);
             let Some(name) = volume.get("name").and_then(string) else {
                 continue;
             };
             if !old_volumes.contains(&name) {
-                added.volumes.push(Volume {
+                self.volumes.push(Volume {
                     name: name.into_owned(),
                     host_path: volume.get("hostPath").is_some_and(|p| p.get() != "null"),
                 });
             }
         }
-        added.claims = new_names(&list(&old, "resourceClaims"), &list(&new, "resourceClaims"));
+    }
+
+    /// The annotations that are new or changed, but the record's (`record`).
+    fn annotations_of(&mut self, before: &Members<'_>, after: &Members<'_>, record: Option<&str>) {
         let annotations = |pod: &Members<'_>| {
             let metadata = object(pod.get("metadata"));
             metadata
@@ -133,7 +148,7 @@ impl Added {
                 })
                 .unwrap_or_default()
         };
-        let (was, is) = (annotations(&before), annotations(&after));
+        let (was, is) = (annotations(before), annotations(after));
         let last = |all: &[(String, String)], key: &str| {
             all.iter()
                 .rev()
@@ -155,14 +170,13 @@ impl Added {
             let value = text(last(&is, key)).unwrap_or_default();
             let before = text(last(&was, key));
             if Some(key.as_str()) != record && before.as_deref() != Some(value.as_str()) {
-                added.annotations.push(Annotation {
+                self.annotations.push(Annotation {
                     key: key.clone(),
                     before,
                     value,
                 });
             }
         }
-        added
     }
 
     /// Nothing was added.

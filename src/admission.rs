@@ -160,45 +160,20 @@ fn inject(
     match outcome {
         Ok(Outcome {
             changed: true,
-            mut warnings,
+            warnings,
             record,
             ..
         }) => {
             let mut text = Vec::with_capacity(request.unwrap_or(payload).len() * 2);
             pod.write(&mut text);
-            // What the pod gains, read only where something needs it: a namespace whose Pod
-            // Security level may refuse it, or the validate-only answer.
-            let mut added = None;
-            let mut what_is_added = || {
-                added
-                    .get_or_insert_with(|| added_to(payload, request, &text, config))
-                    .clone()
-            };
-            if let Some((namespace, host)) = preflight {
-                if let Some(level) = pod_security::read_level(namespace, config.preflight, host) {
-                    match pod_security::check(level, &what_is_added(), namespace, config.preflight)
-                    {
-                        Ok(warning) => warnings.extend(warning),
-                        Err(error) => return refuse(error),
-                    }
-                }
-            }
-            if config.validate_only {
-                let fabric = record.as_deref().and_then(fabric_of).unwrap_or_default();
-                return Verdict::Reject {
-                    message: crate::validate::refusal(
-                        &what_is_added(),
-                        config.cloud.cloud.name,
-                        &fabric,
-                        config.record.as_deref(),
-                    ),
-                };
-            }
-            Verdict::Mutate {
-                pod: text,
+            let changed = Changed {
+                payload,
+                request,
+                text,
                 warnings,
                 record,
-            }
+            };
+            answer_changed(changed, config, preflight)
         }
         Ok(Outcome {
             changed: false,
@@ -206,6 +181,64 @@ fn inject(
             ..
         }) => accept(warnings),
         Err(error) => refuse(error),
+    }
+}
+
+/// A pod the injection changed: the request it came in, the pod's new text, the warnings and
+/// the record.
+struct Changed<'p> {
+    payload: &'p str,
+    request: Option<&'p str>,
+    text: Vec<u8>,
+    warnings: Vec<String>,
+    record: Option<String>,
+}
+
+/// The answer for a changed pod: the mutation, after the namespace's Pod Security level has had
+/// its say, or with `validateOnly` the refusal saying what the pod lacks.
+fn answer_changed(
+    changed: Changed<'_>,
+    config: &Config<'_>,
+    preflight: Option<(&str, Host<'_>)>,
+) -> Verdict {
+    let Changed {
+        payload,
+        request,
+        text,
+        mut warnings,
+        record,
+    } = changed;
+    // What the pod gains, read only where something needs it: a namespace whose Pod Security
+    // level may refuse it, or the validate-only answer.
+    let mut added = None;
+    let mut what_is_added = || {
+        added
+            .get_or_insert_with(|| added_to(payload, request, &text, config))
+            .clone()
+    };
+    if let Some((namespace, host)) = preflight {
+        if let Some(level) = pod_security::read_level(namespace, config.preflight, host) {
+            match pod_security::check(level, &what_is_added(), namespace, config.preflight) {
+                Ok(warning) => warnings.extend(warning),
+                Err(error) => return refuse(error),
+            }
+        }
+    }
+    if config.validate_only {
+        let fabric = record.as_deref().and_then(fabric_of).unwrap_or_default();
+        return Verdict::Reject {
+            message: crate::validate::refusal(
+                &what_is_added(),
+                config.cloud.cloud.name,
+                &fabric,
+                config.record.as_deref(),
+            ),
+        };
+    }
+    Verdict::Mutate {
+        pod: text,
+        warnings,
+        record,
     }
 }
 

@@ -62,11 +62,10 @@ pub(super) fn count(
     let mut named_gpus: Vec<usize> = Vec::new();
     // `gpu_containers` refused a pod with a container that is not an object: the indexes agree.
     for (index, container) in containers(spec).enumerate() {
-        let named = match object(container, "resources").ok().flatten() {
-            Some(resources) => items::<Entry<'_>>(resources, "claims").unwrap_or_default(),
-            None => Vec::new(),
-        };
-        for name in named.iter().filter_map(|entry| entry.name.as_str()) {
+        for name in claims_named(container)
+            .iter()
+            .filter_map(|e| e.name.as_str())
+        {
             let Some(claim) = claims.get(name) else {
                 continue;
             };
@@ -86,18 +85,9 @@ pub(super) fn count(
             if !devices.has_gpus() && !devices.fabric {
                 continue;
             }
-            let at = match found.iter().position(|c| c.index >= index) {
-                Some(at) if found[at].index == index => at,
-                Some(at) => {
-                    found.insert(at, claimed_container(index, devices.class, classes));
-                    at
-                }
-                None => {
-                    found.push(claimed_container(index, devices.class, classes));
-                    found.len() - 1
-                }
-            };
-            let gpu = &mut found[at];
+            let gpu = container_at(&mut found, index, || {
+                claimed_container(index, devices.class, classes)
+            });
             gpu.fabric_claim |= gpus.fabric_claim.as_deref() == Some(name);
             if devices.has_gpus() {
                 named_gpus.push(index);
@@ -117,6 +107,35 @@ pub(super) fn count(
     found.retain(|c| from_resources_of(c) || named_gpus.contains(&c.index));
     gpus.containers = found;
     Ok(gpus)
+}
+
+/// The entries of a container's `resources.claims`; none where it has none.
+fn claims_named<'a>(container: &Object<'a>) -> Vec<Entry<'a>> {
+    match object(container, "resources").ok().flatten() {
+        Some(resources) => items::<Entry<'_>>(resources, "claims").unwrap_or_default(),
+        None => Vec::new(),
+    }
+}
+
+/// The GPU container of pod index `index` among `found` (kept in the pod's order), made by
+/// `make` where there is none yet.
+fn container_at(
+    found: &mut Vec<GpuContainer>,
+    index: usize,
+    make: impl FnOnce() -> GpuContainer,
+) -> &mut GpuContainer {
+    let at = match found.iter().position(|c| c.index >= index) {
+        Some(at) if found[at].index == index => at,
+        Some(at) => {
+            found.insert(at, make());
+            at
+        }
+        None => {
+            found.push(make());
+            found.len() - 1
+        }
+    };
+    &mut found[at]
 }
 
 /// A container counted from its resources has a resource name with a `/`; one made for a claim

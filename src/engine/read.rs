@@ -69,25 +69,9 @@ pub(super) fn pod<'a>(
 ) -> Result<Result<Reading<'a>, Declined>, Error> {
     let mut seccomp = Seccomp::annotated(pod)?;
     let namespace = namespace_of(pod)?;
-    let spec = object(pod, "spec")?;
-    let gpus = match spec {
-        Some(spec) => Some(gpus::count(spec, config, claims)?),
-        None => None,
-    };
-    // No guess: a pod whose GPUs come only through claims is wired only when every claim of
-    // its containers could be read (behaviour.md §3.10).
-    if let Some(gpus) = gpus
-        .as_ref()
-        .filter(|g| !g.from_resources && !g.unread.is_empty())
-    {
-        return Ok(Err(Declined::Unread(gpus.unread.clone())));
-    }
-    let (spec, gpus) = match (spec, gpus) {
-        (Some(spec), Some(gpus)) if !gpus.containers.is_empty() => (spec, gpus),
-        (spec, _) => {
-            let claims = spec.is_some_and(machine::has_claims);
-            return Ok(Err(Declined::NoGpus { claims }));
-        }
+    let (spec, gpus) = match gpu_containers_of(pod, config, claims)? {
+        Ok(found) => found,
+        Err(declined) => return Ok(Err(declined)),
     };
     let gpus::Gpus {
         containers: mut gpu_containers,
@@ -121,37 +105,17 @@ pub(super) fn pod<'a>(
         .collect();
     // `All` is the node's GPUs: the machine's, else the fabric's whole node.
     let node_gpus = node.gpus.or(profile.whole_node.map(|w| w.gpus));
-    let per_gpu = matches!(
-        profile.device.as_ref().map(|d| d.count),
-        Some(DeviceCount::PerGpu(_))
-    );
-    for gpu in &mut gpu_containers {
-        let Some((all, claim)) = &gpu.all else {
-            continue;
-        };
-        match node_gpus {
-            Some(node) => gpu.gpus = gpu.gpus.saturating_add(all.saturating_mul(node)),
-            None => {
-                gpu.uncounted = true;
-                if let (true, Some(device)) = (per_gpu && fabric_claim.is_none(), &profile.device) {
-                    let name = containers(spec).nth(gpu.index).map_or_else(
-                        || format!("#{}", gpu.index),
-                        |c| container_name(c, gpu.index),
-                    );
-                    claim_warnings.push(format!(
-                        "multi-node networking: container {name} claims every GPU of its node (allocationMode: All in claim {claim}), and the pod names no machine whose GPUs the policy knows: it gets no {} request; name the machine (node.kubernetes.io/instance-type) or give its row gpusPerNode under {}.instanceTypes",
-                        device.resource, device.cloud
-                    ));
-                }
-            }
-        }
-    }
+    let wired_by_us = fabric_claim.is_none();
+    claim_warnings.extend(count_all_claims(
+        spec,
+        &mut gpu_containers,
+        node_gpus,
+        &profile,
+        wired_by_us,
+    ));
     // Not read where an annotation has decided already.
     if !seccomp.pod {
-        seccomp.pod = object(spec, "securityContext")
-            .map_err(|e| e.within("spec"))?
-            .and_then(|sc| sc.get("seccompProfile"))
-            .is_some_and(|p| !p.is_null());
+        seccomp.pod = Seccomp::in_spec(spec)?;
     }
     // Where the pod may run decides its device count.
     let placement = profile
@@ -171,6 +135,72 @@ pub(super) fn pod<'a>(
         fabric_claim,
         claim_warnings,
     }))
+}
+
+/// The pod's spec and its GPU containers, or why it gets nothing: no GPU container, or GPUs
+/// only through claims of which some could not be read (behaviour.md §3.10: no guess).
+fn gpu_containers_of<'o, 'a>(
+    pod: &'o Object<'a>,
+    config: &Config<'_>,
+    claims: &PodClaims<'_>,
+) -> Result<Result<(&'o Object<'a>, gpus::Gpus), Declined>, Error> {
+    let spec = object(pod, "spec")?;
+    let gpus = match spec {
+        Some(spec) => Some(gpus::count(spec, config, claims)?),
+        None => None,
+    };
+    if let Some(gpus) = gpus
+        .as_ref()
+        .filter(|g| !g.from_resources && !g.unread.is_empty())
+    {
+        return Ok(Err(Declined::Unread(gpus.unread.clone())));
+    }
+    Ok(match (spec, gpus) {
+        (Some(spec), Some(gpus)) if !gpus.containers.is_empty() => Ok((spec, gpus)),
+        (spec, _) => {
+            let claims = spec.is_some_and(machine::has_claims);
+            Err(Declined::NoGpus { claims })
+        }
+    })
+}
+
+/// Gives each container that claims every GPU of its node (`allocationMode: All`) the node's
+/// GPUs, `node_gpus`; where they are not known, marks it uncounted and answers the warning for
+/// it, where the profile counts a device per GPU that the policy requests (`wired_by_us`).
+fn count_all_claims(
+    spec: &Object<'_>,
+    gpu_containers: &mut [GpuContainer],
+    node_gpus: Option<u64>,
+    profile: &Profile<'_>,
+    wired_by_us: bool,
+) -> Vec<String> {
+    let per_gpu = matches!(
+        profile.device.as_ref().map(|d| d.count),
+        Some(DeviceCount::PerGpu(_))
+    );
+    let mut warnings = Vec::new();
+    for gpu in gpu_containers {
+        let Some((all, claim)) = &gpu.all else {
+            continue;
+        };
+        if let Some(node) = node_gpus {
+            gpu.gpus = gpu.gpus.saturating_add(all.saturating_mul(node));
+            continue;
+        }
+        gpu.uncounted = true;
+        let Some(device) = profile.device.as_ref().filter(|_| per_gpu && wired_by_us) else {
+            continue;
+        };
+        let name = containers(spec).nth(gpu.index).map_or_else(
+            || format!("#{}", gpu.index),
+            |c| container_name(c, gpu.index),
+        );
+        warnings.push(format!(
+            "multi-node networking: container {name} claims every GPU of its node (allocationMode: All in claim {claim}), and the pod names no machine whose GPUs the policy knows: it gets no {} request; name the machine (node.kubernetes.io/instance-type) or give its row gpusPerNode under {}.instanceTypes",
+            device.resource, device.cloud
+        ));
+    }
+    warnings
 }
 
 /// The pod's `metadata.namespace`, where it is a string.
@@ -215,6 +245,14 @@ impl Seccomp {
     /// Whether container `name` has a seccomp profile already.
     pub(super) fn set_for(&self, name: &str) -> bool {
         self.pod || self.containers.iter().any(|c| c == name)
+    }
+
+    /// Whether the pod's `spec.securityContext` sets a seccomp profile.
+    fn in_spec(spec: &Object<'_>) -> Result<bool, Error> {
+        Ok(object(spec, "securityContext")
+            .map_err(|e| e.within("spec"))?
+            .and_then(|sc| sc.get("seccompProfile"))
+            .is_some_and(|p| !p.is_null()))
     }
 
     /// What the legacy annotations set.
