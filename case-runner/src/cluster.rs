@@ -159,15 +159,8 @@ pub fn answer(
                 .ok_or_else(|| format!("this test host serves no field selector {selector:?}"))?,
         ),
     };
-    if cluster.forbidden.contains(&request.kind) {
-        return Err(format!(
-            "kind {} {} is not allowed: it is not among the policy's contextAwareResources",
-            request.api_version, request.kind
-        )
-        .into());
-    }
-    if let Some(text) = cluster.garbage.get(&request.kind) {
-        return Ok(text.clone().into_bytes());
+    if let Some(answer) = refused_or_garbage(cluster, &request.api_version, &request.kind) {
+        return answer;
     }
     let items: Vec<&Value> = cluster
         .objects
@@ -189,19 +182,29 @@ pub fn answer(
 
 /// `get_resource`: the object of that apiVersion, kind and name (and namespace, where the request
 /// gives one), or the error the policy server answers for a missing one.
+/// The answer for a kind the cluster may not be read for (an error) or answers with text that is
+/// not an object; `None` for a kind it answers as it holds it.
+fn refused_or_garbage(
+    cluster: &Cluster,
+    api_version: &str,
+    kind: &str,
+) -> Option<Result<Vec<u8>, HostError>> {
+    if cluster.forbidden.iter().any(|k| k == kind) {
+        return Some(Err(format!(
+            "kind {api_version} {kind} is not allowed: it is not among the policy's contextAwareResources"
+        )
+        .into()));
+    }
+    let text = cluster.garbage.get(kind)?;
+    Some(Ok(text.clone().into_bytes()))
+}
+
 fn get(cluster: &Cluster, payload: &[u8]) -> Result<Vec<u8>, HostError> {
     let request: GetRequest =
         serde_json::from_slice(payload).map_err(|e| format!("cannot read the get request: {e}"))?;
     let _ = request.disable_cache;
-    if cluster.forbidden.contains(&request.kind) {
-        return Err(format!(
-            "kind {} {} is not allowed: it is not among the policy's contextAwareResources",
-            request.api_version, request.kind
-        )
-        .into());
-    }
-    if let Some(text) = cluster.garbage.get(&request.kind) {
-        return Ok(text.clone().into_bytes());
+    if let Some(answer) = refused_or_garbage(cluster, &request.api_version, &request.kind) {
+        return answer;
     }
     let namespace = request
         .namespace

@@ -121,12 +121,7 @@ pub(crate) fn claim_answers() -> impl Strategy<Value = ClaimAnswer> {
 /// The host's answer to a list `request`: `answer` for the claim kinds (the preflight's look for
 /// a `deviceClaim` template too gets it), the object present for the other kinds.
 pub(crate) fn claim_host_answer(answer: &ClaimAnswer, request: &[u8]) -> Option<Vec<u8>> {
-    let request: Value = serde_json::from_slice(request).expect("the policy writes JSON");
-    let name = request["field_selector"]
-        .as_str()
-        .and_then(|s| s.strip_prefix("metadata.name="))
-        .expect("narrowed to the name")
-        .to_string();
+    let (request, name) = crate::generators::host::listed(request);
     let kind = request["kind"].as_str().unwrap_or_default();
     if !kind.starts_with("ResourceClaim") {
         return Some(list(json!([{"metadata": {"name": name}}])));

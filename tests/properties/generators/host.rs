@@ -42,12 +42,7 @@ pub(crate) fn answers() -> impl Strategy<Value = Answer> {
 
 /// The host's answer to `request` (a list request the policy wrote), as `answer` says.
 pub(crate) fn host_answer(answer: &Answer, request: &[u8]) -> Option<Vec<u8>> {
-    let request: Value = serde_json::from_slice(request).expect("the policy writes JSON");
-    let name = request["field_selector"]
-        .as_str()
-        .and_then(|s| s.strip_prefix("metadata.name="))
-        .expect("narrowed to the name")
-        .to_string();
+    let (_, name) = listed(request);
     match answer {
         Answer::Present => Some(
             json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": [
@@ -123,4 +118,15 @@ pub(crate) fn refusing(answer: &NamespaceAnswer) -> bool {
         ),
         _ => false,
     }
+}
+
+/// A list request the policy wrote, and the name it is narrowed to.
+pub(crate) fn listed(request: &[u8]) -> (Value, String) {
+    let request: Value = serde_json::from_slice(request).expect("the policy writes JSON");
+    let name = request["field_selector"]
+        .as_str()
+        .and_then(|s| s.strip_prefix("metadata.name="))
+        .expect("narrowed to the name")
+        .to_string();
+    (request, name)
 }
