@@ -4,12 +4,11 @@
 use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
-use crate::added::Added;
 use crate::claims::{self, Memo};
 use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
-use crate::json::lenient::{self, Loose, Members, Text};
+use crate::json::lenient;
 use crate::json::object;
 use crate::pod_security;
 use crate::preflight::{self, Host};
@@ -158,81 +157,44 @@ fn inject(
         (outcome, _) => outcome,
     };
     match outcome {
-        Ok(Outcome {
-            changed: true,
-            warnings,
-            record,
-            ..
-        }) => {
+        Ok(outcome) if outcome.changed() => {
             let mut text = Vec::with_capacity(request.unwrap_or(payload).len() * 2);
             pod.write(&mut text);
-            let changed = Changed {
-                payload,
-                request,
-                text,
-                warnings,
-                record,
-            };
-            answer_changed(changed, config, preflight)
+            answer_changed(text, outcome, config, preflight)
         }
-        Ok(Outcome {
-            changed: false,
-            warnings,
-            ..
-        }) => accept(warnings),
+        Ok(Outcome { warnings, .. }) => accept(warnings),
         Err(error) => refuse(error),
     }
 }
 
-/// A pod the injection changed: the request it came in, the pod's new text, the warnings and
-/// the record.
-struct Changed<'p> {
-    payload: &'p str,
-    request: Option<&'p str>,
-    text: Vec<u8>,
-    warnings: Vec<String>,
-    record: Option<String>,
-}
-
-/// The answer for a changed pod: the mutation, after the namespace's Pod Security level has had
-/// its say, or with `validateOnly` the refusal saying what the pod lacks.
+/// The answer for a changed pod, `text` its JSON: the mutation, after the namespace's Pod
+/// Security level has had its say, or with `validateOnly` the refusal saying what the pod lacks.
 fn answer_changed(
-    changed: Changed<'_>,
+    text: Vec<u8>,
+    outcome: Outcome<'_>,
     config: &Config<'_>,
     preflight: Option<(&str, Host<'_>)>,
 ) -> Verdict {
-    let Changed {
-        payload,
-        request,
-        text,
+    let Outcome {
+        added,
         mut warnings,
         record,
-    } = changed;
-    // What the pod gains, read only where something needs it: a namespace whose Pod Security
-    // level may refuse it, or the validate-only answer.
-    let mut added = None;
-    let mut what_is_added = || {
-        added
-            .get_or_insert_with(|| added_to(payload, request, &text, config))
-            .clone()
-    };
+        fabric,
+        ..
+    } = outcome;
     if let Some((namespace, host)) = preflight {
         if let Some(level) = pod_security::read_level(namespace, config.preflight, host) {
-            match pod_security::check(level, &what_is_added(), namespace, config.preflight) {
+            match pod_security::check(level, &added, namespace, config.preflight) {
                 Ok(warning) => warnings.extend(warning),
                 Err(error) => return refuse(error),
             }
         }
     }
     if config.validate_only {
-        let fabric = record.as_deref().and_then(fabric_of).unwrap_or_default();
+        let cloud = config.cloud.cloud.name;
+        let record = config.record.as_deref();
         return Verdict::Reject {
-            message: crate::validate::refusal(
-                &what_is_added(),
-                config.cloud.cloud.name,
-                &fabric,
-                config.record.as_deref(),
-            ),
+            message: crate::validate::refusal(&added, cloud, fabric, record),
         };
     }
     Verdict::Mutate {
@@ -240,35 +202,6 @@ fn answer_changed(
         warnings,
         record,
     }
-}
-
-/// What the policy adds to the pod of `payload` (its `request` where given), `mutated` being
-/// the pod it answers.
-fn added_to(payload: &str, request: Option<&str>, mutated: &[u8], config: &Config<'_>) -> Added {
-    fn object(text: &str) -> Option<Members<'_>> {
-        lenient::read::<Loose<Members<'_>>>(text).ok().map(|m| m.0)
-    }
-    let before = request
-        .and_then(object)
-        .and_then(|request| request.get("object"))
-        .or_else(|| {
-            object(payload)
-                .and_then(|payload| payload.get("request"))
-                .and_then(|request| lenient::members(request).get("object"))
-        })
-        .map_or("null", |raw| raw.get());
-    let after = std::str::from_utf8(mutated).unwrap_or("null");
-    Added::of(before, after, config.record.as_deref())
-}
-
-/// The fabric a record (a JSON string holding the record's JSON) names.
-fn fabric_of(record: &str) -> Option<String> {
-    let text = lenient::read::<Loose<Text<'_>>>(record).ok()?.0.0?;
-    let record = lenient::read::<Loose<Members<'_>>>(&text).ok()?.0;
-    record
-        .get("fabric")
-        .and_then(lenient::string)
-        .map(|fabric| fabric.into_owned())
 }
 
 fn accept(warnings: Vec<String>) -> Verdict {

@@ -173,14 +173,17 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
 }
 
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
-pub fn add_env(
+/// Returns the names it added.
+pub fn add_env<'a>(
     container: &mut Object<'_>,
-    vars: &RenderedItems<'_, EnvVar<'_>>,
-) -> Result<bool, Error> {
+    vars: &RenderedItems<'_, EnvVar<'a>>,
+) -> Result<Vec<Cow<'a, str>>, Error> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
-    let missing = vars.text_of(|var| !existing.contains(&var.name));
-    append(container, "env", missing)
+    let missing = |var: &EnvVar<'_>| !existing.contains(&var.name);
+    append(container, "env", vars.text_of(missing))?;
+    let added = vars.items().filter(|var| missing(var));
+    Ok(added.map(|var| var.name.clone()).collect())
 }
 
 /// Adds each mount whose path and volume are both unused in the container: a user's own
@@ -250,32 +253,35 @@ pub fn added_capabilities<'a>(container: &Object<'a>) -> Result<Vec<Text<'a>>, E
 }
 
 /// Appends each capability not already added in some spelling; never drops or reorders the list.
-pub fn add_capabilities(
+/// Returns those it appended.
+pub fn add_capabilities<'a>(
     container: &mut Object<'_>,
-    wanted: &[Cow<'_, str>],
-) -> Result<bool, Error> {
+    wanted: &[Cow<'a, str>],
+) -> Result<Vec<Cow<'a, str>>, Error> {
     let existing = added_capabilities(container)?;
-    let missing: Vec<String> = wanted
+    let missing: Vec<Cow<'a, str>> = wanted
         .iter()
         .filter(|cap| {
             !existing
                 .iter()
                 .any(|e| e.as_str().is_some_and(|e| same_capability(e, cap)))
         })
-        .map(|cap| render_string(cap))
+        .cloned()
         .collect();
     if missing.is_empty() {
-        return Ok(false);
+        return Ok(missing);
     }
     let security = object_entry(container, "securityContext")?;
     let capabilities =
         object_entry(security, "capabilities").map_err(|e| e.within("securityContext"))?;
+    let rendered: Vec<String> = missing.iter().map(|cap| render_string(cap)).collect();
     append(
         capabilities,
         "add",
-        joined(missing.iter().map(String::as_str)),
+        joined(rendered.iter().map(String::as_str)),
     )
-    .map_err(|e| e.within("securityContext.capabilities"))
+    .map_err(|e| e.within("securityContext.capabilities"))?;
+    Ok(missing)
 }
 
 /// Sets `key` to the JSON text `value` unless it is already set (to anything, `null` aside).
@@ -362,7 +368,7 @@ pub(crate) mod tests {
 
     const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];
 
-    fn add_vars(c: &mut Object<'_>) -> Result<bool, Error> {
+    fn add_vars(c: &mut Object<'_>) -> Result<Vec<Cow<'static, str>>, Error> {
         add_env(c, &RenderedItems::new(VARS))
     }
 
@@ -370,13 +376,13 @@ pub(crate) mod tests {
     fn env_keeps_the_users_entries_and_order() {
         let user = json!([{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}, {"name": "Z", "value": "1"}]);
         let (added, c) = changed(json!({"env": user}), |c| add_vars(c).unwrap());
-        assert!(added);
+        assert_eq!(added, ["A"]);
         assert_eq!(
             c["env"],
             json!([{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}, {"name": "Z", "value": "1"}, {"name": "A", "value": "ours"}])
         );
         let (again, _) = changed(c, |c| add_vars(c).unwrap());
-        assert!(!again);
+        assert!(again.is_empty());
     }
 
     #[test]
@@ -387,10 +393,10 @@ pub(crate) mod tests {
                 add_capabilities(c, &[]).unwrap(),
             )
         });
-        assert_eq!(results, (vec![], false));
+        assert_eq!(results, (vec![], vec![]));
         assert_eq!(c, json!({"env": null}));
         let (added, c) = changed(c, |c| add_vars(c).unwrap());
-        assert!(added);
+        assert_eq!(added, ["A", "B"]);
         assert_eq!(c["env"].as_array().unwrap().len(), 2);
     }
 
@@ -429,18 +435,18 @@ pub(crate) mod tests {
         assert!(!same_capability("IPC_LOCKED", "IPC_LOCK"));
         let add = |c: &mut Object<'_>| add_capabilities(c, &[Cow::Borrowed("IPC_LOCK")]).unwrap();
         let user = json!({"securityContext": {"capabilities": {"add": ["cap_ipc_lock"], "drop": ["ALL"]}}});
-        assert_eq!(changed(user.clone(), add), (false, user));
+        assert_eq!(changed(user.clone(), add), (vec![], user));
         let (added, c) = changed(
             json!({"securityContext": {"capabilities": {"add": ["NET_RAW"]}}}),
             add,
         );
-        assert!(added);
+        assert_eq!(added, ["IPC_LOCK"]);
         assert_eq!(
             c["securityContext"]["capabilities"]["add"],
             json!(["NET_RAW", "IPC_LOCK"])
         );
         let (added, c) = changed(json!({"securityContext": null}), add);
-        assert!(added);
+        assert_eq!(added, ["IPC_LOCK"]);
         assert_eq!(
             c["securityContext"],
             json!({"capabilities": {"add": ["IPC_LOCK"]}})

@@ -6,6 +6,7 @@
 
 use crate::json::lenient::Members;
 
+use crate::added::Attached;
 use crate::error::{Error, MAX_NETWORKS};
 use crate::json::write::render_string;
 use crate::profile::Network;
@@ -21,17 +22,19 @@ pub struct Attachment<'n> {
     pub wanted: u64,
 }
 
-/// The annotation's new value when attachments are missing, as the JSON text of that string;
-/// `None` when it already has enough of each. Each attachment extends what the ones before it
-/// made, so that the pod's own networks come first and ours follow in the order given.
-/// An entry without a namespace is in the pod's (`namespace`, where known), so that `rail0` in a
-/// pod of namespace `default` is the attachment `default/rail0` names.
+/// The annotation's new value when attachments are missing, as the JSON text of that string,
+/// with the attachments appended; `None` when it already has enough of each. Each attachment
+/// extends what the ones before it made, so that the pod's own networks come first and ours
+/// follow in the order given. An entry without a namespace is in the pod's (`namespace`, where
+/// known), so that `rail0` in a pod of namespace `default` is the attachment `default/rail0`
+/// names.
 pub fn annotation(
     existing: Option<&str>,
     attachments: &[Attachment<'_>],
     namespace: Option<&str>,
-) -> Result<Option<String>, Error> {
+) -> Result<Option<Extended>, Error> {
     let mut value: Option<String> = None;
+    let mut attached = Vec::new();
     for attachment in attachments {
         if attachment.wanted > MAX_NETWORKS {
             return Err(Error::TooManyNetworks {
@@ -47,9 +50,33 @@ pub fn annotation(
         } else {
             merge_short(current, network, wanted, namespace)
         };
-        value = merged.or(value);
+        if let Some((merged, missing)) = merged {
+            value = Some(merged);
+            let network = network.qualified();
+            match attached
+                .iter_mut()
+                .find(|a: &&mut Attached| a.network == network)
+            {
+                Some(known) => known.times += missing,
+                None => attached.push(Attached {
+                    network: network.to_string(),
+                    times: missing,
+                }),
+            }
+        }
     }
-    Ok(value.map(|value| render_string(&value)))
+    Ok(value.map(|value| Extended {
+        value: render_string(&value),
+        attached,
+    }))
+}
+
+/// The annotation's new value, and what it gained.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Extended {
+    /// The JSON text of the new value's string.
+    pub value: String,
+    pub attached: Vec<Attached>,
 }
 
 /// The same attachment: the same name in the same namespace, a missing one being the pod's.
@@ -57,13 +84,14 @@ fn same(a: (Option<&str>, &str), b: (Option<&str>, &str), namespace: Option<&str
     a.1 == b.1 && a.0.or(namespace) == b.0.or(namespace)
 }
 
-/// `ns/name,ns/name@eth1`: entries are compared without the interface suffix.
+/// `ns/name,ns/name@eth1`: entries are compared without the interface suffix. The new value,
+/// and how many attachments it appended.
 fn merge_short(
     existing: &str,
     network: &Network<'_>,
     wanted: u64,
     namespace: Option<&str>,
-) -> Option<String> {
+) -> Option<(String, u64)> {
     let ours = network.qualified();
     let present = existing
         .split(',')
@@ -79,7 +107,7 @@ fn merge_short(
         true => "",
         false => existing,
     };
-    Some(repeated(head, !head.is_empty(), ours, missing, ""))
+    Some((repeated(head, !head.is_empty(), ours, missing, ""), missing))
 }
 
 /// `head`, then `missing` times `entry` (each after a comma where `comma` or it is not the
@@ -100,13 +128,14 @@ fn repeated(head: &str, comma: bool, entry: &str, missing: u64, tail: &str) -> S
 
 /// `[{"name": "...", "namespace": "..."}]`: the text is kept byte for byte and our objects are
 /// inserted before the closing bracket, so nothing of the user's formatting or keys changes. An
-/// entry without a namespace is in the pod's namespace, as a network given without one.
+/// entry without a namespace is in the pod's namespace, as a network given without one. The new
+/// value, and how many attachments it appended.
 fn merge_json(
     existing: &str,
     network: &Network<'_>,
     wanted: u64,
     pod_namespace: Option<&str>,
-) -> Result<Option<String>, Error> {
+) -> Result<Option<(String, u64)>, Error> {
     let unreadable = || Error::UnreadableNetworks {
         value: existing.chars().take(200).collect(),
     };
@@ -144,13 +173,8 @@ fn merge_json(
         ),
         None => format!(r#"{{"name":{}}}"#, render_string(name)),
     };
-    Ok(Some(repeated(
-        head,
-        !entries.is_empty(),
-        &entry,
-        missing,
-        "]",
-    )))
+    let value = repeated(head, !entries.is_empty(), &entry, missing, "]");
+    Ok(Some((value, missing)))
 }
 
 /// An entry's string field; `None` when absent or not a string.
@@ -176,8 +200,8 @@ mod tests {
             resource,
             wanted,
         };
-        let text = annotation(existing, &[attachment], None)?;
-        Ok(text.map(|text| serde_json::from_str(&text).expect("a JSON string")))
+        let extended = annotation(existing, &[attachment], None)?;
+        Ok(extended.map(|e| serde_json::from_str(&e.value).expect("a JSON string")))
     }
 
     const SRIOV: &Network<'static> = &Network(Cow::Borrowed("network-operator/sriov-net"));
@@ -283,8 +307,8 @@ mod tests {
                 resource: RESOURCE,
                 wanted: 2,
             };
-            let text = annotation(Some(existing), &[attachment], Some("default")).unwrap();
-            text.map(|text| serde_json::from_str::<String>(&text).unwrap())
+            let extended = annotation(Some(existing), &[attachment], Some("default")).unwrap();
+            extended.map(|e| serde_json::from_str::<String>(&e.value).unwrap())
         };
         let qualified = &Network(Cow::Borrowed("default/rdma-vf"));
         let short = &Network(Cow::Borrowed("rdma-vf"));
@@ -306,6 +330,51 @@ mod tests {
             merged("other/rdma-vf", short).as_deref(),
             Some("other/rdma-vf,rdma-vf,rdma-vf")
         );
+    }
+
+    /// What the value gained, by network, whatever form the list has: the user's own entries
+    /// and those already there are not counted.
+    #[test]
+    fn says_which_attachments_it_appended() {
+        let rail = &Network(Cow::Borrowed("rail0"));
+        let attachments = [
+            Attachment {
+                network: SRIOV,
+                resource: RESOURCE,
+                wanted: 3,
+            },
+            Attachment {
+                network: rail,
+                resource: "rail",
+                wanted: 1,
+            },
+            Attachment {
+                network: SRIOV,
+                resource: "",
+                wanted: 4,
+            },
+        ];
+        let attached = |existing: &str| {
+            annotation(Some(existing), &attachments, None)
+                .unwrap()
+                .map(|e| {
+                    e.attached
+                        .iter()
+                        .map(|a| format!("{}×{}", a.times, a.network))
+                        .collect::<Vec<_>>()
+                })
+        };
+        let expected = ["3×network-operator/sriov-net", "1×rail0"];
+        assert_eq!(
+            attached("mine/own,network-operator/sriov-net@net1"),
+            Some(expected.map(String::from).to_vec())
+        );
+        assert_eq!(
+            attached(r#"[{"name":"sriov-net","namespace":"network-operator"}]"#),
+            Some(expected.map(String::from).to_vec())
+        );
+        let full = "network-operator/sriov-net,".repeat(4) + "rail0";
+        assert_eq!(attached(&full), None);
     }
 
     #[test]

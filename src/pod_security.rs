@@ -104,25 +104,28 @@ pub fn read_level(namespace: &str, mode: Mode, host: Host<'_>) -> Option<Level> 
 }
 
 /// What of `added` the level refuses, each field named: `container worker capabilities IPC_LOCK`,
-/// `hostPath volume efa-libs`, `privileged container tcpx-daemon`.
-pub fn refused(level: Level, added: &Added) -> Vec<String> {
+/// `hostPath volume efa-libs`. The policy never adds `privileged` (behaviour.md §5), so that
+/// field of Pod Security is not read.
+pub fn refused(level: Level, added: &Added<'_>) -> Vec<String> {
+    let containers = added.containers.iter().map(|c| {
+        let capabilities = c.capabilities.iter().map(|c| c.as_ref());
+        (c.name.as_str(), capabilities.collect::<Vec<&str>>())
+    });
+    let daemon = added
+        .sidecar
+        .iter()
+        .map(|d| (d.name, d.capabilities.to_vec()));
     let mut fields = Vec::new();
-    for container in added.all_containers() {
-        let capabilities: Vec<&str> = container
-            .capabilities
-            .iter()
-            .map(String::as_str)
+    for (name, capabilities) in containers.chain(daemon) {
+        let refused: Vec<&str> = capabilities
+            .into_iter()
             .filter(|c| !level.allows(c))
             .collect();
-        if !capabilities.is_empty() {
+        if !refused.is_empty() {
             fields.push(format!(
-                "container {} capabilities {}",
-                container.name,
-                capabilities.join(" ")
+                "container {name} capabilities {}",
+                refused.join(" ")
             ));
-        }
-        if container.privileged {
-            fields.push(format!("privileged container {}", container.name));
         }
     }
     for volume in added.volumes.iter().filter(|v| v.host_path) {
@@ -135,7 +138,7 @@ pub fn refused(level: Level, added: &Added) -> Vec<String> {
 /// refusal; nothing where the level refuses none of it.
 pub fn check(
     level: Level,
-    added: &Added,
+    added: &Added<'_>,
     namespace: &str,
     mode: Mode,
 ) -> Result<Option<String>, Error> {
@@ -159,7 +162,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::added::{Container, Volume};
+    use crate::added::{Container, Daemon, Volume};
     use std::cell::RefCell;
 
     fn namespace(name: &str, labels: &str) -> String {
@@ -247,26 +250,24 @@ mod tests {
         );
     }
 
-    fn wired() -> Added {
+    fn wired() -> Added<'static> {
         Added {
             containers: vec![Container {
                 name: "worker".into(),
                 capabilities: vec!["IPC_LOCK".into(), "CHOWN".into(), "NET_BIND_SERVICE".into()],
                 ..Container::default()
             }],
-            sidecars: vec![Container {
-                name: "daemon".into(),
-                privileged: true,
-                capabilities: vec!["NET_ADMIN".into()],
-                ..Container::default()
-            }],
+            sidecar: Some(Daemon {
+                name: "daemon",
+                capabilities: &["NET_ADMIN"],
+            }),
             volumes: vec![
                 Volume {
-                    name: "libs".into(),
+                    name: "libs",
                     host_path: true,
                 },
                 Volume {
-                    name: "shm".into(),
+                    name: "shm",
                     host_path: false,
                 },
             ],
@@ -281,7 +282,6 @@ mod tests {
             vec![
                 "container worker capabilities IPC_LOCK",
                 "container daemon capabilities NET_ADMIN",
-                "privileged container daemon",
                 "hostPath volume libs",
             ]
         );
@@ -312,7 +312,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             warning,
-            "multi-node networking: namespace jobs enforces the Pod Security level baseline (pod-security.kubernetes.io/enforce), which refuses what the policy adds to this pod: container worker capabilities IPC_LOCK, container daemon capabilities NET_ADMIN, privileged container daemon, hostPath volume libs; Pod Security admission will refuse the pod: label the namespace pod-security.kubernetes.io/enforce=privileged, or exempt it from Pod Security in the API server's admission configuration"
+            "multi-node networking: namespace jobs enforces the Pod Security level baseline (pod-security.kubernetes.io/enforce), which refuses what the policy adds to this pod: container worker capabilities IPC_LOCK, container daemon capabilities NET_ADMIN, hostPath volume libs; Pod Security admission will refuse the pod: label the namespace pod-security.kubernetes.io/enforce=privileged, or exempt it from Pod Security in the API server's admission configuration"
         );
         let refusal = check(Level::Baseline, &wired(), "jobs", Mode::Reject).unwrap_err();
         assert_eq!(

@@ -6,33 +6,23 @@
 //! in its report.
 
 use crate::added::{Added, Annotation, Container};
-use crate::json::lenient;
 
 /// The refusal of a pod the injector would change: `added` is what it would add, `cloud` and
 /// `fabric` what it would wire, `record` the annotation a wired pod carries (`None` when
 /// `recordAnnotation` is `""`). One line, whatever the pod's text holds.
-pub fn refusal(added: &Added, cloud: &str, fabric: &str, record: Option<&str>) -> String {
+pub fn refusal(added: &Added<'_>, cloud: &str, fabric: &str, record: Option<&str>) -> String {
     let mut parts: Vec<String> = added.containers.iter().map(container).collect();
-    parts.extend(
-        added
-            .sidecars
-            .iter()
-            .map(|sidecar| format!("sidecar {}", sidecar.name)),
-    );
+    parts.extend(added.sidecar.iter().map(|d| format!("sidecar {}", d.name)));
     if !added.claims.is_empty() {
         parts.push(format!("resource claim {}", added.claims.join(" ")));
     }
     if !added.volumes.is_empty() {
-        let names: Vec<&str> = added.volumes.iter().map(|v| v.name.as_str()).collect();
+        let names: Vec<&str> = added.volumes.iter().map(|v| v.name).collect();
         parts.push(format!("volumes {}", names.join(" ")));
     }
-    for annotation in &added.annotations {
-        parts.push(if annotation.key == crate::multus::ANNOTATION {
-            format!("networks {}", networks(annotation))
-        } else {
-            format!("annotation {}", annotation.key)
-        });
-    }
+    let mut annotations: Vec<&Annotation> = added.annotations.iter().collect();
+    annotations.sort_by_key(|a| a.key);
+    parts.extend(annotations.into_iter().map(annotation));
     if parts.is_empty() {
         parts.push("what the policy adds".to_string());
     }
@@ -47,70 +37,43 @@ pub fn refusal(added: &Added, cloud: &str, fabric: &str, record: Option<&str>) -
     one_line(line)
 }
 
-/// What one container lacks: `container worker: vpc.amazonaws.com/efa 32, env A B, …`.
-fn container(c: &Container) -> String {
-    let mut items: Vec<String> = c
-        .resources
+/// What one container lacks: `container worker: vpc.amazonaws.com/efa 32, env A B, …`, the
+/// device requests (those in `limits`) first, each kind by name.
+fn container(c: &Container<'_>) -> String {
+    let mut resources: Vec<_> = c.resources.iter().collect();
+    resources.sort_by(|a, b| (!a.in_limits, &a.name).cmp(&(!b.in_limits, &b.name)));
+    let mut items: Vec<String> = resources
         .iter()
-        .map(|(name, value)| format!("{name} {value}"))
+        .map(|r| format!("{} {}", r.name, r.quantity))
         .collect();
+    let names = |names: &[&str]| names.join(" ");
+    let cows = |cows: &[std::borrow::Cow<'_, str>]| cows.join(" ");
     for (what, names) in [
-        ("claim", &c.claims),
-        ("env", &c.env),
-        ("mounts", &c.mounts),
-        ("capabilities", &c.capabilities),
-        ("securityContext", &c.security),
+        ("claim", c.claims.join(" ")),
+        ("env", cows(&c.env)),
+        ("mounts", names(&c.mounts)),
+        ("capabilities", cows(&c.capabilities)),
+        ("securityContext", names(&c.security)),
     ] {
         if !names.is_empty() {
-            items.push(format!("{what} {}", names.join(" ")));
+            items.push(format!("{what} {names}"));
         }
     }
     format!("container {}: {}", c.name, items.join(", "))
 }
 
-/// The Multus attachments the policy adds, by network: `64×network-operator/sriov-net`. Either
-/// form of the annotation (behaviour.md §4) is read; an entry that cannot be read is left out.
-fn networks(annotation: &Annotation) -> String {
-    fn entries(value: &str) -> Vec<String> {
-        let value = value.trim();
-        if value.starts_with('[') {
-            let list = lenient::list(value).ok().flatten().unwrap_or_default();
-            list.into_iter()
-                .filter_map(|entry| {
-                    let entry = lenient::members(entry);
-                    let name = entry.get("name").and_then(lenient::string)?;
-                    Some(match entry.get("namespace").and_then(lenient::string) {
-                        Some(namespace) => format!("{namespace}/{name}"),
-                        None => name.into_owned(),
-                    })
-                })
-                .collect()
-        } else {
-            value
-                .split(',')
-                .map(|entry| entry.trim().split('@').next().unwrap_or_default())
-                .filter(|entry| !entry.is_empty())
-                .map(str::to_string)
-                .collect()
-        }
+/// An annotation the pod lacks; the Multus list by the attachments it lacks, by network:
+/// `networks 64×network-operator/sriov-net`.
+fn annotation(annotation: &Annotation) -> String {
+    if annotation.key != crate::multus::ANNOTATION {
+        return format!("annotation {}", annotation.key);
     }
-    let mut before = entries(annotation.before.as_deref().unwrap_or_default());
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for entry in entries(&annotation.value) {
-        if let Some(at) = before.iter().position(|had| had == &entry) {
-            before.remove(at);
-            continue;
-        }
-        match counts.iter_mut().find(|(network, _)| network == &entry) {
-            Some((_, count)) => *count += 1,
-            None => counts.push((entry, 1)),
-        }
-    }
-    let counted: Vec<String> = counts
+    let counted: Vec<String> = annotation
+        .networks
         .iter()
-        .map(|(network, count)| format!("{count}×{network}"))
+        .map(|a| format!("{}×{}", a.times, a.network))
         .collect();
-    counted.join(" ")
+    format!("networks {}", counted.join(" "))
 }
 
 /// `text` with every line break and other control character a blank.
@@ -127,44 +90,61 @@ pub fn one_line(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::added::Volume;
+    use crate::added::{Attached, Daemon, Resource, Volume};
+    use std::borrow::Cow;
 
     #[test]
     fn names_each_thing_the_pod_lacks_in_one_line() {
+        let resource = |name: &'static str, quantity: &str, in_limits| Resource {
+            name: Cow::Borrowed(name),
+            quantity: quantity.into(),
+            in_limits,
+        };
         let added = Added {
             containers: vec![Container {
                 name: "worker".into(),
-                resources: vec![("vpc.amazonaws.com/efa".into(), "32".into())],
+                resources: vec![
+                    resource("vpc.amazonaws.com/efa", "32", true),
+                    resource("cpu", "100m", false),
+                    resource("rail/b", "1", true),
+                ],
                 env: vec!["FI_PROVIDER".into(), "FI_EFA_USE_DEVICE_RDMA".into()],
-                mounts: vec!["efa-libs".into()],
+                mounts: vec!["efa-libs"],
                 capabilities: vec!["IPC_LOCK".into()],
                 ..Container::default()
             }],
-            sidecars: vec![Container {
-                name: "tcpxo-daemon".into(),
-                ..Container::default()
-            }],
+            sidecar: Some(Daemon {
+                name: "tcpxo-daemon",
+                capabilities: &[],
+            }),
             volumes: vec![Volume {
-                name: "efa-libs".into(),
+                name: "efa-libs",
                 host_path: true,
             }],
             claims: vec![],
             annotations: vec![
                 Annotation {
-                    key: "k8s.v1.cni.cncf.io/networks".into(),
-                    before: Some("mine/own, net/sriov@net1".into()),
-                    value: "mine/own, net/sriov@net1,net/sriov,\nnet/sriov,other/x".into(),
+                    key: "networking.gke.io/interfaces",
+                    networks: vec![],
                 },
                 Annotation {
-                    key: "networking.gke.io/interfaces".into(),
-                    before: None,
-                    value: "[\n{}]".into(),
+                    key: "k8s.v1.cni.cncf.io/networks",
+                    networks: vec![
+                        Attached {
+                            network: "net/sriov".into(),
+                            times: 2,
+                        },
+                        Attached {
+                            network: "other/x".into(),
+                            times: 1,
+                        },
+                    ],
                 },
             ],
         };
         assert_eq!(
             refusal(&added, "aws", "efa", Some("example.com/injected")),
-            "multi-node networking: this pod lacks the aws efa fabric the policy gives it: container worker: vpc.amazonaws.com/efa 32, env FI_PROVIDER FI_EFA_USE_DEVICE_RDMA, mounts efa-libs, capabilities IPC_LOCK; sidecar tcpxo-daemon; volumes efa-libs; networks 2×net/sriov 1×other/x; annotation networking.gke.io/interfaces; a pod the policy wired carries the annotation example.com/injected (validateOnly)"
+            "multi-node networking: this pod lacks the aws efa fabric the policy gives it: container worker: rail/b 1, vpc.amazonaws.com/efa 32, cpu 100m, env FI_PROVIDER FI_EFA_USE_DEVICE_RDMA, mounts efa-libs, capabilities IPC_LOCK; sidecar tcpxo-daemon; volumes efa-libs; networks 2×net/sriov 1×other/x; annotation networking.gke.io/interfaces; a pod the policy wired carries the annotation example.com/injected (validateOnly)"
         );
         let none = refusal(&Added::default(), "gcp", "tcpxo", None);
         assert_eq!(
@@ -172,31 +152,18 @@ mod tests {
             "multi-node networking: this pod lacks the gcp tcpxo fabric the policy gives it: what the policy adds; the policy writes no record on a wired pod (recordAnnotation is \"\") (validateOnly)"
         );
     }
-}
-
-#[cfg(test)]
-mod networks {
-    use super::*;
-
-    fn added(before: Option<&str>, value: &str) -> String {
-        networks(&Annotation {
-            key: crate::multus::ANNOTATION.into(),
-            before: before.map(str::to_string),
-            value: value.into(),
-        })
-    }
 
     #[test]
-    fn counts_the_attachments_added_in_either_form() {
-        assert_eq!(added(None, "n/a,n/a,n/a"), "3×n/a");
-        assert_eq!(added(Some("n/a@eth1"), "n/a@eth1, n/a"), "1×n/a");
-        assert_eq!(
-            added(
-                Some(r#"[{"name":"a","namespace":"n"}]"#),
-                r#"[{"name":"a","namespace":"n"},{"name":"a","namespace":"n"},{"name":"b"}]"#
-            ),
-            "1×n/a 1×b"
-        );
-        assert_eq!(added(None, "[not json"), "");
+    fn a_name_with_a_line_break_stays_on_one_line() {
+        let added = Added {
+            containers: vec![Container {
+                name: "odd\nname".into(),
+                env: vec!["A".into()],
+                ..Container::default()
+            }],
+            ..Added::default()
+        };
+        let line = refusal(&added, "aws", "efa", Some("r"));
+        assert!(line.contains("container odd name: env A") && !line.contains('\n'));
     }
 }

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use crate::added::Annotation;
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
 use crate::json::object::{Node, Object};
@@ -25,35 +26,49 @@ pub(super) struct Devices<'w> {
 
 /// Sets the profile's pod annotations where absent, and lists the Multus networks: the fabric's
 /// once per device of the pod, each rail's once per device of that rail, the fixed ones once; the
-/// NICs' annotations not where a DRA claim stands for them (`claimed`).
+/// NICs' annotations not where a DRA claim stands for them (`claimed`). Returns the annotations
+/// the pod gained or whose value it extended.
 pub(super) fn annotate(
     pod: &mut Object<'_>,
     profile: &Profile<'_>,
     devices: &Devices<'_>,
     claimed: bool,
-) -> Result<bool, Error> {
+) -> Result<Vec<Annotation>, Error> {
     let interfaces = profile.interfaces.as_ref().filter(|_| !claimed);
     let attachments = if claimed {
         Vec::new()
     } else {
         attachments(profile, devices)
     };
+    let mut added = Vec::new();
     if profile.annotations.is_empty() && interfaces.is_none() && attachments.is_empty() {
-        return Ok(false);
+        return Ok(added);
     }
     let metadata = object_entry(pod, "metadata")?;
     let annotations = object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;
-    let mut changed = false;
-    for (key, value) in &profile.annotations {
-        changed |= set_if_absent(annotations, key, || Cow::Borrowed(value));
+    let mut set = |key: &'static str, set: bool| {
+        if set {
+            added.push(Annotation {
+                key,
+                networks: Vec::new(),
+            });
+        }
+    };
+    for &(key, value) in &profile.annotations {
+        set(
+            key,
+            set_if_absent(annotations, key, || Cow::Borrowed(value)),
+        );
     }
     if let Some(interfaces) = interfaces {
-        changed |= set_if_absent(annotations, interfaces.key, || {
-            interfaces.annotation(devices.nics).into()
-        });
+        let value = || interfaces.annotation(devices.nics).into();
+        set(
+            interfaces.key,
+            set_if_absent(annotations, interfaces.key, value),
+        );
     }
     if attachments.is_empty() {
-        return Ok(changed);
+        return Ok(added);
     }
     let existing = match annotations.get(multus::ANNOTATION) {
         None => None,
@@ -65,11 +80,16 @@ pub(super) fn annotate(
             )
         })?),
     };
-    if let Some(value) = multus::annotation(existing.as_deref(), &attachments, devices.namespace)? {
-        annotations.insert(multus::ANNOTATION, Node::New(value.into()));
-        changed = true;
+    if let Some(extended) =
+        multus::annotation(existing.as_deref(), &attachments, devices.namespace)?
+    {
+        annotations.insert(multus::ANNOTATION, Node::New(extended.value.into()));
+        added.push(Annotation {
+            key: multus::ANNOTATION,
+            networks: extended.attached,
+        });
     }
-    Ok(changed)
+    Ok(added)
 }
 
 /// The Multus attachments the profile gives a pod of `devices`, in the annotation's order.

@@ -13,12 +13,16 @@ use crate::profile::{DeviceClaim, Profile, with_count};
 
 use super::container::GpuContainer;
 
-/// What [`Claim::add`] did: whether the pod changed, whether it has claims besides the fabric's,
-/// and the template its fabric claim is made from, if it is the settings'.
-pub(super) struct Added {
+/// What [`Claim::add`] did: the claim it added, the containers it named it in, whether the pod
+/// has claims besides the fabric's, and the template its fabric claim is made from, if it is the
+/// settings'.
+pub(super) struct Claimed {
     /// The pod's claim of the fabric, which every GPU container names.
     pub(super) name: String,
-    pub(super) changed: bool,
+    /// The name, where the pod gained the claim.
+    pub(super) pod_claim: Option<String>,
+    /// For each GPU container, in order, whether it gained the claim's name.
+    pub(super) named_in: Vec<bool>,
     pub(super) others: bool,
     pub(super) template: Option<String>,
 }
@@ -61,15 +65,15 @@ impl<'c> Claim<'c> {
 
     /// Adds the claim, made from the template for `count` devices, to `spec` unless the pod has a
     /// claim of its name or from that template, and names the pod's claim in every GPU
-    /// container. Returns whether it changed the pod, and whether the pod has claims besides the
-    /// fabric's, and the template the pod's claim is made from, where it is this one (for the
-    /// preflight; a claim of the name the user made otherwise is theirs).
+    /// container. Returns what it added, whether the pod has claims besides the fabric's, and
+    /// the template the pod's claim is made from, where it is this one (for the preflight; a
+    /// claim of the name the user made otherwise is theirs).
     pub(super) fn add(
         &self,
         spec: &mut Object<'_>,
         gpu_containers: &[GpuContainer],
         count: u64,
-    ) -> Result<Added, Error> {
+    ) -> Result<Claimed, Error> {
         let template = with_count(&self.setting.template, count);
         if !is_dns1123_subdomain(&template) {
             return Err(self.not_a_name(&template, count));
@@ -88,29 +92,32 @@ impl<'c> Claim<'c> {
         let from_template = ours.is_none_or(|c| c.template.as_str() == Some(&template));
         let name = ours.and_then(|c| c.name.as_str()).unwrap_or(self.name);
         let name = name.to_string();
-        let mut changed = false;
+        let mut pod_claim = None;
         if ours.is_none() {
             let mut item = String::from("{\"name\":");
             push_string(&mut item, &name);
             item.push_str(",\"resourceClaimTemplateName\":");
             push_string(&mut item, &template);
             item.push('}');
-            changed |= append(spec, "resourceClaims", item).map_err(|e| e.within("spec"))?;
+            append(spec, "resourceClaims", item).map_err(|e| e.within("spec"))?;
+            pod_claim = Some(name.clone());
         }
         let mut entry = String::from("{\"name\":");
         push_string(&mut entry, &name);
         entry.push('}');
         expect_read(spec, "containers", Read::List);
         let template = from_template.then_some(template);
+        let mut named_in = vec![false; gpu_containers.len()];
         let Some(Node::List(containers)) = spec.get_mut("containers") else {
-            return Ok(Added {
+            return Ok(Claimed {
                 name,
-                changed,
+                pod_claim,
+                named_in,
                 others,
                 template,
             });
         };
-        for gpu in gpu_containers {
+        for (gpu, named) in gpu_containers.iter().zip(&mut named_in) {
             let Some(Node::Object(container)) = containers.get_mut(gpu.index) else {
                 continue;
             };
@@ -121,12 +128,13 @@ impl<'c> Claim<'c> {
                 .map_err(within)?
                 .contains(&name.as_str().into())
             {
-                changed |= append(resources, "claims", entry.clone()).map_err(within)?;
+                *named = append(resources, "claims", entry.clone()).map_err(within)?;
             }
         }
-        Ok(Added {
+        Ok(Claimed {
             name,
-            changed,
+            pod_claim,
+            named_in,
             others,
             template,
         })
@@ -150,7 +158,7 @@ mod tests {
             json!([{"name": "channel", "resourceClaimTemplateName": "cd"}]);
         let outcome = inject_twice(&mut p, &config);
         assert!(
-            outcome.changed && outcome.warnings.is_empty(),
+            outcome.changed() && outcome.warnings.is_empty(),
             "{outcome:?}"
         );
         assert_eq!(

@@ -6,9 +6,10 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use crate::added::{Container, Resource};
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
-use crate::json::lenient::Text;
+use crate::json::lenient::{Loose, Text};
 use crate::json::object::{Node, Object};
 use crate::json::write::{RenderedItems, compact, render_string};
 use crate::merge::{
@@ -30,12 +31,11 @@ pub(super) struct Additions<'p, 'a> {
 }
 
 /// What injecting one container did.
-pub(super) struct ContainerDone {
-    pub(super) changed: bool,
+pub(super) struct ContainerDone<'a> {
+    /// What it gained.
+    pub(super) gained: Container<'a>,
     /// The container's device count: the user's where they set one.
     pub(super) devices: u64,
-    /// The volumes the policy mounted in it.
-    pub(super) mounted: Vec<&'static str>,
     /// Each of our mounts left out because the container mounts another volume at its path:
     /// that volume's name, ours, and the path.
     pub(super) shadowed: Vec<(String, &'static str, String)>,
@@ -170,15 +170,15 @@ pub(super) fn container_name(container: &Object<'_>, index: usize) -> String {
 /// Applies the per-container parts.
 /// `gpus` is `None` where the container's GPUs are not known: it gets a per-container count
 /// only.
-pub(super) fn inject_container(
+pub(super) fn inject_container<'a>(
     container: &mut Object<'_>,
     name: &str,
     gpus: Option<u64>,
-    additions: &Additions<'_, '_>,
+    additions: &Additions<'_, 'a>,
     seccomp_set: bool,
-) -> Result<ContainerDone, Error> {
+) -> Result<ContainerDone<'a>, Error> {
     let profile = additions.profile;
-    let mut changed = false;
+    let mut gained = Container::named(name.to_string());
     let mut devices = 0;
     let mut twice = false;
     let count = additions
@@ -191,9 +191,8 @@ pub(super) fn inject_container(
             twice = requested(container, &device.resource)?.is_some();
         }
         (Some(device), Some(count)) => {
-            let (device_changed, n) =
-                ensure_device(container, name, gpus, &device.resource, count)?;
-            changed |= device_changed;
+            let (resource, n) = ensure_device(container, name, gpus, &device.resource, count)?;
+            gained.resources.extend(resource);
             devices = n;
         }
         _ => {}
@@ -202,29 +201,28 @@ pub(super) fn inject_container(
     let mut rails = Vec::with_capacity(profile.rails.len());
     for rail in &profile.rails {
         let one = DeviceCount::PerContainer(1);
-        let (rail_changed, n) = ensure_device(container, name, gpus, &rail.resource, one)?;
-        changed |= rail_changed;
+        let (resource, n) = ensure_device(container, name, gpus, &rail.resource, one)?;
+        gained.resources.extend(resource);
         rails.push(n);
     }
     if let Some(cpu) = &profile.default_cpu_request {
-        changed |= default_cpu(container, cpu)?;
+        gained.resources.extend(default_cpu(container, cpu)?);
     }
-    changed |= add_env(container, &additions.env)?;
+    gained.env = add_env(container, &additions.env)?;
     let mounts = add_mounts(container, &additions.mounts)?;
-    changed |= !mounts.volumes.is_empty();
+    gained.mounts = mounts.volumes;
     let shadowed = mounts
         .shadowed
         .into_iter()
         .map(|(theirs, ours)| (theirs, ours.volume, ours.path.to_string()))
         .collect();
     if profile.harden {
-        changed |= harden(container, seccomp_set, &profile.capabilities)?;
+        gained.security = harden(container, seccomp_set, &profile.capabilities)?;
     }
-    changed |= add_capabilities(container, &profile.capabilities)?;
+    gained.capabilities = add_capabilities(container, &profile.capabilities)?;
     Ok(ContainerDone {
-        changed,
+        gained,
         devices,
-        mounted: mounts.volumes,
         shadowed,
         twice,
         rails,
@@ -233,37 +231,49 @@ pub(super) fn inject_container(
 
 /// Sets the device in both `requests` and `limits` (extended resources must be equal in both).
 /// A number the user set wins and is copied to the side that lacks it; a count of 0 is no
-/// request at all.
-pub(super) fn ensure_device(
+/// request at all. Returns the resource where the container gained it, and its count.
+pub(super) fn ensure_device<'a>(
     container: &mut Object<'_>,
     name: &str,
     gpus: u64,
-    resource: &str,
+    resource: &Cow<'a, str>,
     count: DeviceCount,
-) -> Result<(bool, u64), Error> {
-    let (value, count, changed) = match requested(container, resource)? {
+) -> Result<(Option<Resource<'a>>, u64), Error> {
+    let (value, count) = match requested(container, resource)? {
         Some(users) => (
             users.to_string(),
             whole(users).map_err(|problem| {
                 quantity_rejection(name.to_string(), resource, users, problem)
             })?,
-            false,
         ),
         None => {
             let count = device_count(name, gpus, resource, count)?;
             if count == 0 {
-                return Ok((false, 0));
+                return Ok((None, 0));
             }
-            (render_string(&count.to_string()), count, true)
+            (render_string(&count.to_string()), count)
         }
     };
     let resources = object_entry(container, "resources")?;
-    let mut copied = false;
-    for side in ["requests", "limits"] {
+    let mut set = [false; 2];
+    for (side, set) in ["requests", "limits"].into_iter().zip(&mut set) {
         let quantities = object_entry(resources, side).map_err(|e| e.within("resources"))?;
-        copied |= set_if_absent(quantities, resource, || value.clone().into());
+        *set = set_if_absent(quantities, resource, || value.clone().into());
     }
-    Ok((changed || copied, count))
+    let gained = (set != [false; 2]).then(|| Resource {
+        name: resource.clone(),
+        quantity: quantity_text(&value),
+        in_limits: set[1],
+    });
+    Ok((gained, count))
+}
+
+/// A quantity as the user reads it: a JSON string's text, a number's digits.
+fn quantity_text(json: &str) -> String {
+    match crate::json::lenient::read::<Loose<Text<'_>>>(json) {
+        Ok(Loose(Text(Some(text)))) => text.into_owned(),
+        _ => json.to_string(),
+    }
 }
 
 /// The devices `count` gives a container of `gpus` GPUs.
@@ -281,23 +291,31 @@ fn device_count(name: &str, gpus: u64, resource: &str, count: DeviceCount) -> Re
 
 /// `requests.cpu` for a container that sets no cpu at all. With a cpu limit the API server has
 /// already defaulted the request to it, and a fixed request above a smaller limit is refused.
-pub(super) fn default_cpu(container: &mut Object<'_>, cpu: &str) -> Result<bool, Error> {
+pub(super) fn default_cpu<'a>(
+    container: &mut Object<'_>,
+    cpu: &Cow<'a, str>,
+) -> Result<Option<Resource<'a>>, Error> {
     if requested(container, "cpu")?.is_some() {
-        return Ok(false);
+        return Ok(None);
     }
     let resources = object_entry(container, "resources")?;
     let requests = object_entry(resources, "requests").map_err(|e| e.within("resources"))?;
-    Ok(set_if_absent(requests, "cpu", || render_string(cpu).into()))
+    let set = set_if_absent(requests, "cpu", || render_string(cpu).into());
+    Ok(set.then(|| Resource {
+        name: Cow::Borrowed("cpu"),
+        quantity: cpu.to_string(),
+        in_limits: false,
+    }))
 }
 
 /// `allowPrivilegeEscalation: false` and a `RuntimeDefault` seccomp profile, only where the API
 /// server accepts them and the user has not chosen otherwise (behaviour.md §5). `adding` are the
-/// capabilities the profile adds to the container.
+/// capabilities the profile adds to the container. Returns the fields it set.
 pub(super) fn harden(
     container: &mut Object<'_>,
     seccomp_set: bool,
     adding: &[Cow<'_, str>],
-) -> Result<bool, Error> {
+) -> Result<Vec<&'static str>, Error> {
     let sys_admin = added_capabilities(container)?
         .iter()
         .filter_map(Text::as_str)
@@ -309,14 +327,16 @@ pub(super) fn harden(
         .and_then(Node::raw)
         .map(RawValue::get)
         == Some("true");
-    let mut changed = false;
-    if !privileged && !sys_admin {
-        changed |= set_if_absent(security, "allowPrivilegeEscalation", || "false".into());
+    let mut set = Vec::new();
+    if !privileged
+        && !sys_admin
+        && set_if_absent(security, "allowPrivilegeEscalation", || "false".into())
+    {
+        set.push("allowPrivilegeEscalation");
     }
-    if !seccomp_set {
-        changed |= set_if_absent(security, "seccompProfile", || {
-            r#"{"type":"RuntimeDefault"}"#.into()
-        });
+    let runtime_default = || r#"{"type":"RuntimeDefault"}"#.into();
+    if !seccomp_set && set_if_absent(security, "seccompProfile", runtime_default) {
+        set.push("seccompProfile");
     }
-    Ok(changed)
+    Ok(set)
 }

@@ -71,7 +71,7 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Result<Vec<St
 pub(super) fn warnings(
     facts: &Reading<'_>,
     config: &Config<'_>,
-    wiring: &Wiring<'_>,
+    wiring: &Wiring<'_, '_>,
 ) -> Vec<String> {
     let profile = &facts.profile;
     let mut warnings = facts.claim_warnings.clone();
@@ -103,7 +103,11 @@ pub(super) fn warnings(
             "multi-node networking: the pod's machine is part of a multi-node NVLink domain, and the pod has no spec.resourceClaims: give its GPU container the claim of its job's ComputeDomain channel (resource.nvidia.com/v1beta1), whose name the policy cannot know".to_string(),
         );
     }
-    if let Some(sidecar) = profile.sidecar.as_ref().filter(|_| wiring.sidecar_added) {
+    if let Some(sidecar) = profile
+        .sidecar
+        .as_ref()
+        .filter(|_| wiring.added.sidecar.is_some())
+    {
         warnings.extend(sidecar.outdated_probe());
         warnings.extend(unshared(sidecar, &profile.volumes, &wiring.shadowed));
     }

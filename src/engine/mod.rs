@@ -23,6 +23,7 @@ mod wire;
 
 pub use gpus::DEVICE_CLASS_RESOURCE;
 
+use crate::added::Added;
 use crate::claims::PodClaims;
 use crate::error::Error;
 use crate::json::object::{Member, Object, Shape};
@@ -67,7 +68,10 @@ const MEMBERS: Shape = Shape::TEXT;
 /// What the engine did to a pod it may change.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Outcome<'a> {
-    pub changed: bool,
+    /// What the pod gained: nothing, where the pod is left as it was.
+    pub added: Added<'a>,
+    /// The fabric it was wired for; empty where it gets none.
+    pub fabric: &'static str,
     pub warnings: Vec<String>,
     /// The objects of the cluster the pod now refers to through the injection (behaviour.md §9).
     pub references: Vec<Reference<'a>>,
@@ -105,11 +109,19 @@ pub fn inject<'a>(
         wiring.claim_template,
     );
     Ok(Outcome {
-        changed: wiring.changed,
+        added: wiring.added,
+        fabric: facts.fabric.name,
         warnings,
         references,
         record,
     })
+}
+
+impl Outcome<'_> {
+    /// The engine changed the pod.
+    pub fn changed(&self) -> bool {
+        !self.added.is_empty()
+    }
 }
 
 #[cfg(test)]

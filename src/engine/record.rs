@@ -16,9 +16,9 @@ pub(super) fn write(
     pod: &mut Object<'_>,
     config: &Config<'_>,
     facts: &Reading<'_>,
-    wiring: &Wiring<'_>,
+    wiring: &Wiring<'_, '_>,
 ) -> Result<Option<String>, Error> {
-    if !wiring.changed {
+    if wiring.added.is_empty() {
         return Ok(None);
     }
     let record = Record {

@@ -44,7 +44,7 @@ pub(super) fn inject_twice<'a>(pod: &mut Value, config: &Config<'a>) -> Outcome<
     let outcome = inject(pod, config).unwrap();
     let before = pod.clone();
     let again = inject(pod, config).unwrap();
-    assert!(!again.changed, "second pass changed the pod");
+    assert!(!again.changed(), "second pass changed the pod");
     assert_eq!(*pod, before);
     outcome
 }
@@ -158,10 +158,10 @@ fn every_cloud_is_idempotent_on_a_bare_worker() {
         json!({"oci": {"enabled": true}}),
     ] {
         let mut p = pod(vec![gpu_container("t", json!("8"))]);
-        assert!(inject_twice(&mut p, &config_of(settings)).changed);
+        assert!(inject_twice(&mut p, &config_of(settings)).changed());
     }
     let mut p = pod(vec![gpu_container("t", json!(8))]);
-    assert!(inject_twice(&mut p, &azure()).changed);
+    assert!(inject_twice(&mut p, &azure()).changed());
 }
 
 #[test]
@@ -174,11 +174,11 @@ fn no_gpu_container_means_a_warning_and_no_change() {
         let mut p = json!({"spec": spec});
         let before = p.clone();
         let outcome = inject(&mut p, &oci()).unwrap();
-        assert!(!outcome.changed && outcome.warnings[0].contains(GPU_RESOURCE));
+        assert!(!outcome.changed() && outcome.warnings[0].contains(GPU_RESOURCE));
         assert_eq!(p, before);
     }
     let mut zero = pod(vec![gpu_container("t", json!("0"))]);
-    assert!(!inject(&mut zero, &oci()).unwrap().changed);
+    assert!(!inject(&mut zero, &oci()).unwrap().changed());
 }
 
 #[test]
@@ -301,7 +301,7 @@ fn windows_pods_are_left_alone() {
     p["spec"]["os"] = json!({"name": "windows"});
     let before = p.clone();
     let outcome = inject(&mut p, &azure()).unwrap();
-    assert!(!outcome.changed && outcome.warnings[0].contains("Windows"));
+    assert!(!outcome.changed() && outcome.warnings[0].contains("Windows"));
     assert_eq!(p, before);
 }
 

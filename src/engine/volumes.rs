@@ -5,12 +5,13 @@
 
 use std::borrow::Cow;
 
+use crate::added;
 use crate::error::Error;
 use crate::json::lenient::{Entry, Loose, read};
 use crate::json::object::Object;
 use crate::json::write::RenderedItems;
 use crate::merge::{append, items, names, raw_items, same_volume};
-use crate::profile::Volume;
+use crate::profile::{Source, Volume};
 
 use super::container::containers;
 
@@ -64,13 +65,13 @@ impl Volumes {
 
     /// Adds each of the profile's `volumes` that the pod lacks and some container or init
     /// container now mounts: one of the policy's mounts (`mounted`) or the user's own. Answers
-    /// whether it added any, and the profile's volumes the pod now has.
+    /// those it added, and the profile's volumes the pod now has.
     pub(super) fn add_missing(
         &self,
         spec: &mut Object<'_>,
         volumes: &[Volume<'_>],
         mounted: &[&str],
-    ) -> Result<(bool, Vec<&'static str>), Error> {
+    ) -> Result<(Vec<added::Volume>, Vec<&'static str>), Error> {
         let wanted: Vec<&Volume<'_>> = volumes
             .iter()
             .filter(|v| !self.skipped.contains(&v.name) && !self.existing.contains(&v.name))
@@ -86,8 +87,15 @@ impl Volumes {
                 .into_iter()
                 .filter(|v| mounted.contains(&v.name) || users_mounts.iter().any(|m| m == v.name)),
         );
-        let mut present: Vec<&'static str> = missing.items().map(|v| v.name).collect();
-        let added = append(spec, "volumes", missing.into_text()).map_err(|e| e.within("spec"))?;
+        let added: Vec<added::Volume> = missing
+            .items()
+            .map(|v| added::Volume {
+                name: v.name,
+                host_path: matches!(v.source, Source::HostPath { .. }),
+            })
+            .collect();
+        let mut present: Vec<&'static str> = added.iter().map(|v| v.name).collect();
+        append(spec, "volumes", missing.into_text()).map_err(|e| e.within("spec"))?;
         present.extend(self.existing.iter().filter(|v| !self.skipped.contains(v)));
         Ok((added, present))
     }

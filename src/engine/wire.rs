@@ -4,6 +4,7 @@
 //! the sidecar, the volumes, the annotations. It words no warning: it says what it did, for
 //! [`super::judge`], the record and the preflight.
 
+use crate::added::{Added, Daemon};
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
 use crate::json::object::{Node, Object};
@@ -19,8 +20,9 @@ use super::read::Reading;
 use super::sidecar::add_sidecar;
 
 /// What wiring the pod did.
-pub(super) struct Wiring<'p> {
-    pub(super) changed: bool,
+pub(super) struct Wiring<'p, 'a> {
+    /// Everything the pod gained.
+    pub(super) added: Added<'a>,
     /// The fabric's devices of every GPU container, summed: the users' counts where they set one.
     pub(super) devices: u64,
     /// The devices of each of the profile's rails, summed likewise.
@@ -40,13 +42,15 @@ pub(super) struct Wiring<'p> {
     pub(super) other_claims: bool,
     /// The volumes the policy mounted, in containers and the sidecar.
     mounted: Vec<&'static str>,
-    pub(super) sidecar_added: bool,
     /// The profile's volumes the pod now declares.
     pub(super) present: Vec<&'static str>,
 }
 
 /// Merges the profile `facts` hold into `pod`.
-pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wiring<'p>, Error> {
+pub(super) fn pod<'p, 'a>(
+    pod: &mut Object<'_>,
+    facts: &'p Reading<'a>,
+) -> Result<Wiring<'p, 'a>, Error> {
     let profile = &facts.profile;
     // Read found the GPU containers in it.
     let spec = object_mut(pod, "spec")?.ok_or_else(|| malformed("spec", JsonType::Object))?;
@@ -56,13 +60,17 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wi
     add_claim(spec, facts, &mut wiring)?;
     if let Some(sidecar) = &profile.sidecar {
         let skipped = &facts.volumes.skipped;
-        wiring.sidecar_added = add_sidecar(spec, sidecar, skipped, &mut wiring.mounted)?;
-        wiring.changed |= wiring.sidecar_added;
+        if add_sidecar(spec, sidecar, skipped, &mut wiring.mounted)? {
+            wiring.added.sidecar = Some(Daemon {
+                name: sidecar.name,
+                capabilities: sidecar.capabilities,
+            });
+        }
     }
     let (added, present) = facts
         .volumes
         .add_missing(spec, &profile.volumes, &wiring.mounted)?;
-    wiring.changed |= added;
+    wiring.added.volumes = added;
     wiring.present = present;
     let claimed = wiring.claim.is_some() || facts.fabric_claim.is_some();
     let devices = Devices {
@@ -71,17 +79,18 @@ pub(super) fn pod<'p>(pod: &mut Object<'_>, facts: &'p Reading<'_>) -> Result<Wi
         rails: &wiring.rails,
         namespace: facts.namespace.as_deref(),
     };
-    wiring.changed |= annotate(pod, profile, &devices, claimed)?;
+    wiring.added.annotations = annotate(pod, profile, &devices, claimed)?;
+    wiring.added.containers.retain(|gained| !gained.is_empty());
     Ok(wiring)
 }
 
 /// Applies the per-container parts to every GPU container, the profile's additions rendered as
 /// JSON text once and copied into each.
-fn each_gpu_container<'p>(
+fn each_gpu_container<'p, 'a>(
     spec: &mut Object<'_>,
-    facts: &'p Reading<'_>,
+    facts: &'p Reading<'a>,
     claim: Option<Claim<'p>>,
-) -> Result<Wiring<'p>, Error> {
+) -> Result<Wiring<'p, 'a>, Error> {
     let profile = &facts.profile;
     let skipped = &facts.volumes.skipped;
     let additions = Additions {
@@ -102,7 +111,7 @@ fn each_gpu_container<'p>(
         ),
     };
     let mut wiring = Wiring {
-        changed: false,
+        added: Added::default(),
         devices: 0,
         rails: vec![0; profile.rails.len()],
         containers: Vec::with_capacity(facts.gpu_containers.len()),
@@ -112,7 +121,6 @@ fn each_gpu_container<'p>(
         claim_template: None,
         other_claims: false,
         mounted: Vec::new(),
-        sidecar_added: false,
         present: Vec::new(),
     };
     expect_read(spec, "containers", Read::List);
@@ -127,15 +135,20 @@ fn each_gpu_container<'p>(
         ..
     } in &facts.gpu_containers
     {
+        // Read refused a pod with a container that is not an object.
         let Some(Node::Object(container)) = containers.get_mut(index) else {
-            continue;
+            return Err(malformed(
+                &format!("spec.containers[{index}]"),
+                JsonType::Object,
+            ));
         };
         let name = container_name(container, index);
         let seccomp_set = facts.seccomp.set_for(&name);
         let gpus = (!uncounted).then_some(gpus);
         let done = inject_container(container, &name, gpus, &additions, seccomp_set)
             .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
-        wiring.changed |= done.changed;
+        wiring.mounted.extend(&done.gained.mounts);
+        wiring.added.containers.push(done.gained);
         if done.twice {
             wiring.twice.push(wiring.containers.len());
         }
@@ -143,7 +156,6 @@ fn each_gpu_container<'p>(
         for (sum, n) in wiring.rails.iter_mut().zip(&done.rails) {
             *sum = sum.saturating_add(*n);
         }
-        wiring.mounted.extend(done.mounted);
         wiring
             .shadowed
             .extend(done.shadowed.into_iter().map(|s| (name.clone(), s)));
@@ -161,7 +173,7 @@ fn each_gpu_container<'p>(
 fn add_claim(
     spec: &mut Object<'_>,
     facts: &Reading<'_>,
-    wiring: &mut Wiring<'_>,
+    wiring: &mut Wiring<'_, '_>,
 ) -> Result<(), Error> {
     let Some(claim) = &wiring.claim else {
         wiring.other_claims = machine::has_claims(spec);
@@ -172,7 +184,12 @@ fn add_claim(
         None => Claim::nics(&facts.profile, facts.node.nics),
     };
     let added = claim.add(spec, &facts.gpu_containers, count)?;
-    wiring.changed |= added.changed;
+    wiring.added.claims.extend(added.pod_claim);
+    for (gained, claimed) in wiring.added.containers.iter_mut().zip(&added.named_in) {
+        if *claimed {
+            gained.claims.push(added.name.clone());
+        }
+    }
     wiring.other_claims = added.others;
     wiring.claim_template = added.template;
     for wired in &mut wiring.containers {
