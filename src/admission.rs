@@ -9,7 +9,7 @@ use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
 use crate::json::lenient;
-use crate::json::object;
+use crate::json::object::{self, Object};
 use crate::pod_security;
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config};
@@ -158,19 +158,20 @@ fn inject(
     };
     match outcome {
         Ok(outcome) if outcome.changed() => {
-            let mut text = Vec::with_capacity(request.unwrap_or(payload).len() * 2);
-            pod.write(&mut text);
-            answer_changed(text, outcome, config, preflight)
+            let size = request.unwrap_or(payload).len();
+            answer_changed(&pod, size, outcome, config, preflight)
         }
         Ok(Outcome { warnings, .. }) => accept(warnings),
         Err(error) => refuse(error),
     }
 }
 
-/// The answer for a changed pod, `text` its JSON: the mutation, after the namespace's Pod
-/// Security level has had its say, or with `validateOnly` the refusal saying what the pod lacks.
+/// The answer for a changed pod, of about `size` bytes as JSON: the mutation, after the
+/// namespace's Pod Security level has had its say, or with `validateOnly` the refusal saying what
+/// the pod lacks, for which the pod's text is never written.
 fn answer_changed(
-    text: Vec<u8>,
+    pod: &Object<'_>,
+    size: usize,
     outcome: Outcome<'_>,
     config: &Config<'_>,
     preflight: Option<(&str, Host<'_>)>,
@@ -197,6 +198,8 @@ fn answer_changed(
             message: crate::validate::refusal(&added, cloud, fabric, record),
         };
     }
+    let mut text = Vec::with_capacity(size * 2);
+    pod.write(&mut text);
     Verdict::Mutate {
         pod: text,
         warnings,

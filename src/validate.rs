@@ -78,7 +78,10 @@ fn annotation(annotation: &Annotation) -> String {
 
 /// `text` with every line break and other control character a blank.
 pub fn one_line(text: String) -> String {
-    if text.chars().any(char::is_control) {
+    // A control character is a byte below 0x20, 0x7f, or U+0080 to U+009F, which UTF-8 writes
+    // after a 0xc2 byte: most lines have none of these bytes, and are seen so without decoding.
+    let maybe = |b: &u8| *b < 0x20 || *b == 0x7f || *b == 0xc2;
+    if text.as_bytes().iter().any(maybe) && text.chars().any(char::is_control) {
         text.chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect()
@@ -165,5 +168,12 @@ mod tests {
         };
         let line = refusal(&added, "aws", "efa", Some("r"));
         assert!(line.contains("container odd name: env A") && !line.contains('\n'));
+        for (text, line) in [
+            ("a\u{85}b\u{7f}c\td", "a b c d"),
+            ("é\u{a0}ü", "é\u{a0}ü"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(one_line(text.to_string()), line);
+        }
     }
 }

@@ -100,7 +100,11 @@ pub fn inject<'a>(
     };
     let wiring = wire::pod(pod, &facts)?;
     let warnings = judge::warnings(&facts, config, &wiring);
-    let record = record::write(pod, config, &facts, &wiring)?;
+    // The validate-only answer writes nothing back: no record to write.
+    let record = match config.validate_only {
+        true => None,
+        false => record::write(pod, config, &facts, &wiring)?,
+    };
     let references = preflight::references(
         &facts.profile,
         config.cloud.cloud.networks,

@@ -121,12 +121,12 @@ fn run() -> Result<()> {
         let t = bench.measure(&case)?;
         let (ratio, limit) = match case.expect {
             Expect::Accept => (t.ratio_accept, 0.6),
-            // The validate-only refusal: an opted-in pod's work, held to the opted-in target.
-            Expect::Mutate | Expect::Refuse => (t.ratio_echo, 1.25),
+            // An opted-in pod's work, whatever the answer: held to the opted-in target.
+            Expect::Mutate | Expect::Unchanged | Expect::Refuse => (t.ratio_echo, 1.25),
         };
         let floor = match case.expect {
             Expect::Accept => "accept",
-            Expect::Mutate | Expect::Refuse => "echo",
+            Expect::Mutate | Expect::Unchanged | Expect::Refuse => "echo",
         };
         // With a cluster, the time includes the test host's own work of answering the host call
         // (reading its fixture objects, writing the list), which no floor has: such a case is held
@@ -462,10 +462,13 @@ fn cpu_model() -> String {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Expect {
-    /// Accepted unchanged: measured against the accept floor.
+    /// Not opted in, accepted unchanged: measured against the accept floor.
     Accept,
     /// Mutated: measured against the echo floor.
     Mutate,
+    /// Opted in and accepted unchanged, its fabric there already: the injector's whole reading
+    /// finds nothing to add, so it is measured, as a mutation is, against the echo floor.
+    Unchanged,
     /// Refused by the validate-only answer for what it lacks (behaviour.md §10): the injector's
     /// work and the reading of the mutation, measured against the echo floor.
     Refuse,
@@ -571,15 +574,17 @@ fn cases() -> Result<Vec<Case>> {
             cluster: None,
         })
     };
-    // The stored pods of e2e-tests/pods, under the settings their cases have.
-    let validate_only = |name: &str, file: &str, expect| -> Result<Case> {
-        let pod =
-            e2e_tests::read_yaml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file))?;
+    // Pods as the API server stores them, under the settings of e2e-tests/pods' cases.
+    let read_pod = |file: &str| {
+        e2e_tests::read_yaml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file))
+    };
+    let stored = |pod: Value| fixtures::stored::stored(&pod);
+    let validate_only = |name: &str, pod, expect| -> Result<Case> {
         Ok(Case {
             name: name.to_string(),
             cloud: "oci, validateOnly",
             settings: json!({"oci": {"enabled": true}, "validateOnly": true}),
-            pod: fixtures::stored::stored(&pod),
+            pod,
             expect,
             cluster: None,
         })
@@ -747,17 +752,24 @@ fn cases() -> Result<Vec<Case>> {
             Expect::Mutate,
         )?,
         // validateOnly (behaviour.md §10) on pods as the API server stores them
-        // (`fixtures::stored`): the one wired already is accepted (the not-opted-in target), the
-        // one without its fabric refused for what it lacks (the opted-in target); a pod the
-        // injector would change reads its namespace (§11), here an erring host call.
+        // (`fixtures::stored`), as the audit scanner sends them: a pod not opted in is accepted
+        // at once (the not-opted-in target); an opted-in one is decided by the injector's whole
+        // reading, whether it is wired already (accepted) or lacks its fabric (refused for what
+        // it lacks), so both are held to the opted-in target. A pod the injector would change
+        // reads its namespace (§11), here an erring host call.
         validate_only(
-            "validateOnly: 8-GPU worker (Volcano Job), wired and stored",
-            "e2e-tests/pods/oci-worker-wired.yaml",
+            "validateOnly: Deployment pod, not opted in, stored",
+            stored(deployment_pod()),
             Expect::Accept,
         )?,
         validate_only(
+            "validateOnly: 8-GPU worker (Volcano Job), wired and stored",
+            stored(read_pod("e2e-tests/pods/oci-worker-wired.yaml")?),
+            Expect::Unchanged,
+        )?,
+        validate_only(
             "validateOnly: 8-GPU worker (Volcano Job), stored without its fabric",
-            "e2e-tests/pods/oci-worker.yaml",
+            stored(read_pod("e2e-tests/pods/oci-worker.yaml")?),
             Expect::Refuse,
         )?,
         largest(
@@ -804,9 +816,9 @@ fn check(policy: &Instance, baseline: &Instance, case: &Case, payload: &[u8]) ->
     let mut objects: Vec<&[u8]> = calls.iter().map(|(_, _, _, p)| p.as_slice()).collect();
     objects.sort_unstable();
     objects.dedup();
-    // A wired pod the validate-only answer accepts is opted in: its preflight still looks.
-    let opted_in = case.settings["validateOnly"] == true;
-    if case.expect == Expect::Accept && !opted_in && !calls.is_empty() {
+    // A wired pod the validate-only answer accepts is opted in (`Unchanged`): its preflight
+    // still looks.
+    if case.expect == Expect::Accept && !calls.is_empty() {
         bail!(
             "{}: a pod that is not opted in made {} host calls",
             case.name,
