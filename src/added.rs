@@ -44,8 +44,6 @@ pub struct Container<'a> {
 pub struct Resource<'a> {
     pub name: Cow<'a, str>,
     pub quantity: String,
-    /// Added to `limits` (the device requests), not only to `requests` (the cpu request).
-    pub in_limits: bool,
 }
 
 /// The sidecar the pod gained: the fabric's daemon.

@@ -20,9 +20,7 @@ pub fn refusal(added: &Added<'_>, cloud: &str, fabric: &str, record: Option<&str
         let names: Vec<&str> = added.volumes.iter().map(|v| v.name).collect();
         parts.push(format!("volumes {}", names.join(" ")));
     }
-    let mut annotations: Vec<&Annotation> = added.annotations.iter().collect();
-    annotations.sort_by_key(|a| a.key);
-    parts.extend(annotations.into_iter().map(annotation));
+    parts.extend(added.annotations.iter().map(annotation));
     if parts.is_empty() {
         parts.push("what the policy adds".to_string());
     }
@@ -37,12 +35,11 @@ pub fn refusal(added: &Added<'_>, cloud: &str, fabric: &str, record: Option<&str
     one_line(line)
 }
 
-/// What one container lacks: `container worker: vpc.amazonaws.com/efa 32, env A B, …`, the
-/// device requests (those in `limits`) first, each kind by name.
+/// What one container lacks: `container worker: vpc.amazonaws.com/efa 32, env A B, …`, each
+/// kind in the order the merge adds it.
 fn container(c: &Container<'_>) -> String {
-    let mut resources: Vec<_> = c.resources.iter().collect();
-    resources.sort_by(|a, b| (!a.in_limits, &a.name).cmp(&(!b.in_limits, &b.name)));
-    let mut items: Vec<String> = resources
+    let mut items: Vec<String> = c
+        .resources
         .iter()
         .map(|r| format!("{} {}", r.name, r.quantity))
         .collect();
@@ -98,18 +95,17 @@ mod tests {
 
     #[test]
     fn names_each_thing_the_pod_lacks_in_one_line() {
-        let resource = |name: &'static str, quantity: &str, in_limits| Resource {
+        let resource = |name: &'static str, quantity: &str| Resource {
             name: Cow::Borrowed(name),
             quantity: quantity.into(),
-            in_limits,
         };
         let added = Added {
             containers: vec![Container {
                 name: "worker".into(),
                 resources: vec![
-                    resource("vpc.amazonaws.com/efa", "32", true),
-                    resource("cpu", "100m", false),
-                    resource("rail/b", "1", true),
+                    resource("vpc.amazonaws.com/efa", "32"),
+                    resource("rail/b", "1"),
+                    resource("cpu", "100m"),
                 ],
                 env: vec!["FI_PROVIDER".into(), "FI_EFA_USE_DEVICE_RDMA".into()],
                 mounts: vec!["efa-libs"],
@@ -147,7 +143,7 @@ mod tests {
         };
         assert_eq!(
             refusal(&added, "aws", "efa", Some("example.com/injected")),
-            "multi-node networking: this pod lacks the aws efa fabric the policy gives it: container worker: rail/b 1, vpc.amazonaws.com/efa 32, cpu 100m, env FI_PROVIDER FI_EFA_USE_DEVICE_RDMA, mounts efa-libs, capabilities IPC_LOCK; sidecar tcpxo-daemon; volumes efa-libs; networks 2×net/sriov 1×other/x; annotation networking.gke.io/interfaces; a pod the policy wired carries the annotation example.com/injected (validateOnly)"
+            "multi-node networking: this pod lacks the aws efa fabric the policy gives it: container worker: vpc.amazonaws.com/efa 32, rail/b 1, cpu 100m, env FI_PROVIDER FI_EFA_USE_DEVICE_RDMA, mounts efa-libs, capabilities IPC_LOCK; sidecar tcpxo-daemon; volumes efa-libs; annotation networking.gke.io/interfaces; networks 2×net/sriov 1×other/x; a pod the policy wired carries the annotation example.com/injected (validateOnly)"
         );
         let none = refusal(&Added::default(), "gcp", "tcpxo", None);
         assert_eq!(

@@ -255,15 +255,14 @@ pub(super) fn ensure_device<'a>(
         }
     };
     let resources = object_entry(container, "resources")?;
-    let mut set = [false; 2];
-    for (side, set) in ["requests", "limits"].into_iter().zip(&mut set) {
+    let mut set = false;
+    for side in ["requests", "limits"] {
         let quantities = object_entry(resources, side).map_err(|e| e.within("resources"))?;
-        *set = set_if_absent(quantities, resource, || value.clone().into());
+        set |= set_if_absent(quantities, resource, || value.clone().into());
     }
-    let gained = (set != [false; 2]).then(|| Resource {
+    let gained = set.then(|| Resource {
         name: resource.clone(),
         quantity: quantity_text(&value),
-        in_limits: set[1],
     });
     Ok((gained, count))
 }
@@ -304,7 +303,6 @@ pub(super) fn default_cpu<'a>(
     Ok(set.then(|| Resource {
         name: Cow::Borrowed("cpu"),
         quantity: cpu.to_string(),
-        in_limits: false,
     }))
 }
 
