@@ -11,6 +11,7 @@ use crate::json::object::{Node, Object};
 use crate::json::write::RenderedItems;
 use crate::machine;
 use crate::merge::{Read, expect_read, object_mut};
+use crate::profile::COUNT;
 use crate::record::Wired;
 
 use super::annotations::{Devices, annotate};
@@ -183,6 +184,13 @@ fn add_claim(
         Some(_) => wiring.devices,
         None => Claim::nics(&facts.profile, facts.node.nics),
     };
+    // A claim counted for no devices is none, as a count of 0 is no request: its GPUs were not
+    // counted (behaviour.md §3.10), and no template is made for 0.
+    if count == 0 && claim.setting.template.contains(COUNT) {
+        wiring.claim = None;
+        wiring.other_claims = machine::has_claims(spec);
+        return Ok(());
+    }
     let added = claim.add(spec, &facts.gpu_containers, count)?;
     wiring.added.claims.extend(added.pod_claim);
     for (gained, claimed) in wiring.added.containers.iter_mut().zip(&added.named_in) {
