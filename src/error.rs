@@ -4,7 +4,6 @@
 
 use std::fmt;
 
-use crate::json::JsonType;
 use crate::ratio::Ratio;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,5 +152,34 @@ impl Error {
             Error::Settings(_) => format!("the policy settings are invalid: {self}"),
             other => other.to_string(),
         }
+    }
+}
+/// The JSON types, as messages name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonType {
+    Null,
+    Bool,
+    Number,
+    String,
+    List,
+    Object,
+}
+
+impl JsonType {
+    pub fn name(self) -> &'static str {
+        match self {
+            JsonType::Null => "null",
+            JsonType::Bool => "a boolean",
+            JsonType::Number => "a number",
+            JsonType::String => "a string",
+            JsonType::List => "a list",
+            JsonType::Object => "an object",
+        }
+    }
+}
+
+impl fmt::Display for JsonType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }

@@ -32,37 +32,11 @@ pub mod write;
 use std::borrow::Cow;
 use std::fmt;
 
+/// The JSON types, named as the policy's messages name them; kept with the error type, whose
+/// messages are their one use outside this wing.
+pub use crate::error::JsonType;
+
 use serde::de::{self, Deserializer, Visitor};
-
-/// The JSON types, as messages name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JsonType {
-    Null,
-    Bool,
-    Number,
-    String,
-    List,
-    Object,
-}
-
-impl JsonType {
-    pub fn name(self) -> &'static str {
-        match self {
-            JsonType::Null => "null",
-            JsonType::Bool => "a boolean",
-            JsonType::Number => "a number",
-            JsonType::String => "a string",
-            JsonType::List => "a list",
-            JsonType::Object => "an object",
-        }
-    }
-}
-
-impl fmt::Display for JsonType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// An object member's name, borrowed from the request unless it has escapes: the pod's objects
 /// and the settings' tape read their members' names with it.
