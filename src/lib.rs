@@ -13,11 +13,11 @@
 //! under the settings' and the machine's overlays; [`placement`] the device counts; [`engine`]
 //! merges the profile into the pod in named steps with the operations of [`merge`]; and the
 //! answer is the pod's own text with the additions spliced in. [`json`] holds every reader and
-//! the writer. For a pod it would change, [`pod_security`] holds what [`added`] names to the
-//! namespace's Pod Security level, and with `validateOnly` [`validate`] answers a refusal in
-//! place of the patch. This file only registers the two calls with the waPC host.
+//! the writer. For a pod it would change, [`admission::pod_security`] holds what the engine
+//! added ([`engine::added`]) to the namespace's Pod Security level, and with `validateOnly`
+//! [`admission::validate_only`] answers a refusal in place of the patch. This file only
+//! registers the two calls with the waPC host.
 
-pub mod added;
 pub mod admission;
 pub mod claims;
 pub mod clouds;
@@ -30,15 +30,12 @@ pub mod machine;
 pub mod merge;
 pub mod multus;
 pub mod placement;
-pub mod pod_security;
 pub mod preflight;
 pub mod profile;
 pub mod quantity;
 pub mod ratio;
-pub mod record;
 pub mod settings;
 pub mod trigger;
-pub mod validate;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::wapc_guest::{CallResult, register_function};

@@ -6,7 +6,6 @@
 
 use crate::json::lenient::Members;
 
-use crate::added::Attached;
 use crate::error::{Error, MAX_NETWORKS};
 use crate::json::write::render_string;
 use crate::profile::Network;
@@ -77,6 +76,14 @@ pub struct Extended {
     /// The JSON text of the new value's string.
     pub value: String,
     pub attached: Vec<Attached>,
+}
+
+/// A network the pod's Multus list gained `times` attachments of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    /// As the list names it: `namespace/name`, or the name alone.
+    pub network: String,
+    pub times: u64,
 }
 
 /// The same attachment: the same name in the same namespace, a missing one being the pod's.

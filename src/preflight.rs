@@ -178,12 +178,14 @@ pub fn references<'a>(
 }
 
 /// The policy server's Kubernetes host calls (waPC binding `kubewarden`, namespace
-/// `kubernetes`): the operation ([`LIST`], [`crate::pod_security::GET`]) and the request's JSON
+/// `kubernetes`): the operation ([`LIST`], [`GET`]) and the request's JSON
 /// in, the answer's JSON out; `None` for an error (the policy may not look).
 pub type Host<'h> = &'h dyn Fn(&str, &[u8]) -> Option<Vec<u8>>;
 
 /// The operation the preflight looks for an object with.
 pub const LIST: &str = "list_resources_by_namespace";
+/// The host call that reads one object (the pod's namespace, for its Pod Security level).
+pub const GET: &str = "get_resource";
 
 /// A host that always answers an error: where there is none (the playground, native tests), as a
 /// policy server answers an `AdmissionPolicy`.
@@ -405,7 +407,7 @@ mod tests {
         assert!(metadata.contains("  - apiVersion: v1\n    kind: Namespace\n"));
         assert_eq!(metadata.matches("\n    kind: ").count(), KINDS.len() + 1);
         // Every host call the module makes, as Kubewarden names them.
-        for operation in [LIST, crate::pod_security::GET] {
+        for operation in [LIST, GET] {
             assert!(
                 metadata.contains(&format!("\n  - kubernetes/{operation}\n")),
                 "{operation}"

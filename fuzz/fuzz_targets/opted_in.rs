@@ -24,7 +24,8 @@
 use fixtures::{TRIGGER, create_payload, volcano_owner};
 use libfuzzer_sys::fuzz_target;
 use multinode_networking_policy::admission::{self, Verdict};
-use multinode_networking_policy::{pod_security, preflight};
+use multinode_networking_policy::admission::pod_security;
+use multinode_networking_policy::preflight;
 use serde_json::{Value, json};
 
 #[path = "../../tests/support/patch_rule.rs"]

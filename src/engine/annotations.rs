@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::added::Annotation;
+use super::added::Annotation;
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
 use crate::json::object::{Node, Object};

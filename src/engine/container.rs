@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::added::{Container, Resource};
+use super::added::{Container, Resource};
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
 use crate::json::lenient::{Loose, Text};

@@ -8,8 +8,11 @@
 //! mutations, which the answer's bytes follow, is one list in `wire`, and the order of the
 //! warnings one list in `judge`. Everything is decided in `read`; `wire` reads only what each
 //! merge compares against. The parts the mutations are made of are beside them: `container`
-//! (each GPU container's), `claim`, `sidecar`, `volumes`, `annotations`.
+//! (each GPU container's), `claim`, `sidecar`, `volumes`, `annotations`. Each says what it added,
+//! collected in [`added::Added`]: the outcome's account of the change, which the Pod Security
+//! check and the validate-only answer read.
 
+pub mod added;
 mod annotations;
 mod claim;
 mod container;
@@ -22,13 +25,14 @@ mod volumes;
 mod wire;
 
 pub use gpus::DEVICE_CLASS_RESOURCE;
+pub use record::AUDIT_KEY;
 
-use crate::added::Added;
 use crate::claims::PodClaims;
 use crate::error::Error;
 use crate::json::object::{Member, Object, Shape};
 use crate::preflight::{self, Reference};
 use crate::settings::Config;
+use added::Added;
 
 /// The objects of a pod the engine reads members of or adds members to; the view parses these
 /// and keeps everything else as the request's text.

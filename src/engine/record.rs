@@ -1,15 +1,18 @@
 //! The last step, record: on a pod the policy changed, the record of what was injected
-//! (behaviour.md §2.1, rendered by [`crate::record`]), written under the settings' annotation
-//! over any stale one. Last, and only on a changed pod, so that a second pass changes nothing.
+//! (behaviour.md §2.1), written under the settings' annotation over any stale one, and sent as
+//! the answer's audit annotation [`AUDIT_KEY`]. Last, and only on a changed pod, so that a second
+//! pass changes nothing. The record is one compact JSON object, its keys in a fixed order,
+//! written by hand, as the rest of the policy's text is.
 
 use crate::error::Error;
 use crate::json::object::{Node, Object};
+use crate::json::write::{is_plain, push_escaped, push_string, render_string};
 use crate::merge::object_entry;
-use crate::record::Record;
+use crate::placement::LabelSource;
 use crate::settings::Config;
 
 use super::read::Reading;
-use super::wire::Wiring;
+use super::wire::{Wired, Wiring};
 
 /// The record of a changed pod, as a JSON string, written under `config`'s annotation.
 pub(super) fn write(
@@ -47,4 +50,243 @@ pub(super) fn write(
         annotations.insert(key, Node::New(record.clone().into()));
     }
     Ok(Some(record))
+}
+
+/// The audit annotation's key: without a domain, since the API server stores it as
+/// `<webhook name>/injected` (AdmissionResponse API docs).
+pub const AUDIT_KEY: &str = "injected";
+
+/// What the record says: the fabric, its device resource, the machine the injection followed and
+/// the containers wired.
+pub struct Record<'r> {
+    pub cloud: &'r str,
+    pub fabric: &'r str,
+    pub device: Option<&'r str>,
+    /// The rails' resources, in order (behaviour.md §3.9); written only where there are some.
+    pub rails: Vec<&'r str>,
+    pub machine: Option<(&'r str, LabelSource)>,
+    pub containers: &'r [Wired],
+}
+
+impl Record<'_> {
+    /// `{"policy":…,"cloud":…,"fabric":…,"device":…|null,"machine":{"name":…,"from":"<field>
+    /// <label>"}|null,"containers":{"<name>":{"devices":N}|{},…}}`. The tests read it; the
+    /// policy writes only [`Record::annotation`].
+    #[cfg(test)]
+    pub fn json(&self) -> String {
+        let mut text = RecordText {
+            out: String::with_capacity(256),
+            nested: false,
+        };
+        self.write(&mut text);
+        text.out
+    }
+
+    /// The JSON text of a string holding [`Record::json`]: the annotation's value and the audit
+    /// annotation's, escaped as it is written rather than afterwards.
+    pub fn annotation(&self) -> String {
+        let mut text = RecordText {
+            out: String::with_capacity(320),
+            nested: true,
+        };
+        text.out.push('"');
+        self.write(&mut text);
+        text.out.push('"');
+        text.out
+    }
+
+    fn write(&self, text: &mut RecordText) {
+        text.raw(concat!(r#"{"policy":""#, env!("CARGO_PKG_VERSION"), "\""));
+        for (key, value) in [
+            (r#","cloud":"#, Some(self.cloud)),
+            (r#","fabric":"#, Some(self.fabric)),
+            (r#","device":"#, self.device),
+        ] {
+            text.raw(key);
+            match value {
+                Some(value) => text.string(value),
+                None => text.raw("null"),
+            }
+        }
+        if !self.rails.is_empty() {
+            text.raw(r#","rails":["#);
+            for (at, rail) in self.rails.iter().enumerate() {
+                if at > 0 {
+                    text.raw(",");
+                }
+                text.string(rail);
+            }
+            text.raw("]");
+        }
+        match self.machine {
+            Some((name, from)) => {
+                text.raw(r#","machine":{"name":"#);
+                text.string(name);
+                // The field and label are the policy's own, plain text.
+                for part in [r#","from":""#, from.field, " ", from.label, "\"}"] {
+                    text.raw(part);
+                }
+            }
+            None => text.raw(r#","machine":null"#),
+        }
+        text.raw(r#","containers":{"#);
+        for (at, wired) in self.containers.iter().enumerate() {
+            if at > 0 {
+                text.raw(",");
+            }
+            text.string(&wired.name);
+            text.raw(":{");
+            match (&wired.claim, wired.devices) {
+                (Some(claim), _) => {
+                    text.raw(r#""claim":"#);
+                    text.string(claim);
+                }
+                (None, Some(devices)) => {
+                    text.raw(r#""devices":"#);
+                    text.raw(&devices.to_string());
+                }
+                (None, None) => {}
+            }
+            text.raw("}");
+        }
+        text.raw("}}");
+    }
+}
+
+/// The record's text as it is written: JSON, or JSON inside a JSON string (`nested`), where
+/// every quote and backslash of the JSON is escaped once more.
+struct RecordText {
+    out: String,
+    nested: bool,
+}
+
+impl RecordText {
+    /// JSON text of the policy's own: punctuation, keys, numbers.
+    fn raw(&mut self, json: &str) {
+        match self.nested {
+            true => push_escaped(&mut self.out, json),
+            false => self.out.push_str(json),
+        }
+    }
+
+    /// A JSON string: the pod's names are the user's, escaped once (twice when nested).
+    fn string(&mut self, value: &str) {
+        match (self.nested, is_plain(value)) {
+            (false, _) => push_string(&mut self.out, value),
+            (true, true) => {
+                for part in ["\\\"", value, "\\\""] {
+                    self.out.push_str(part);
+                }
+            }
+            (true, false) => push_escaped(&mut self.out, &render_string(value)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn the_record_is_compact_json_in_a_fixed_order() {
+        let containers = [
+            Wired {
+                name: "trainer".into(),
+                devices: Some(32),
+                claim: None,
+            },
+            Wired {
+                name: "o\"dd".into(),
+                devices: Some(0),
+                claim: None,
+            },
+        ];
+        let from = LabelSource {
+            field: "nodeSelector",
+            label: "node.kubernetes.io/instance-type",
+        };
+        let record = Record {
+            cloud: "aws",
+            fabric: "efa",
+            device: Some("vpc.amazonaws.com/efa"),
+            rails: Vec::new(),
+            machine: Some(("p5.48xlarge", from)),
+            containers: &containers,
+        };
+        let text = record.json();
+        assert_eq!(
+            text,
+            r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":{"name":"p5.48xlarge","from":"nodeSelector node.kubernetes.io/instance-type"},"containers":{"trainer":{"devices":32},"o\"dd":{"devices":0}}}"#
+        );
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed["containers"]["o\"dd"], json!({"devices": 0}));
+        // Written as the JSON text of a string, it is that string's serde_json text.
+        assert_eq!(record.annotation(), serde_json::to_string(&text).unwrap());
+
+        let none = Record {
+            cloud: "gcp",
+            fabric: "tcpxo",
+            device: None,
+            rails: Vec::new(),
+            machine: None,
+            containers: &[Wired {
+                name: "t".into(),
+                devices: None,
+                claim: None,
+            }],
+        };
+        assert_eq!(
+            none.annotation(),
+            serde_json::to_string(&none.json()).unwrap()
+        );
+        assert_eq!(
+            none.json(),
+            r#"{"policy":"0.1.0","cloud":"gcp","fabric":"tcpxo","device":null,"machine":null,"containers":{"t":{}}}"#
+        );
+
+        // Rails stand in the device's place, listed after it.
+        let rails = Record {
+            cloud: "rdma",
+            fabric: "rdma",
+            device: None,
+            rails: vec!["nvidia.com/rail0", "nvidia.com/rail1"],
+            machine: None,
+            containers: &[Wired {
+                name: "t".into(),
+                devices: None,
+                claim: None,
+            }],
+        };
+        assert_eq!(
+            rails.annotation(),
+            serde_json::to_string(&rails.json()).unwrap()
+        );
+        assert_eq!(
+            rails.json(),
+            r#"{"policy":"0.1.0","cloud":"rdma","fabric":"rdma","device":null,"rails":["nvidia.com/rail0","nvidia.com/rail1"],"machine":null,"containers":{"t":{}}}"#
+        );
+
+        // A DRA claim stands for the devices: the container's entry names it instead.
+        let claimed = Record {
+            cloud: "aws",
+            fabric: "efa",
+            device: Some("vpc.amazonaws.com/efa"),
+            rails: Vec::new(),
+            machine: None,
+            containers: &[Wired {
+                name: "t".into(),
+                devices: Some(32),
+                claim: Some("efa".into()),
+            }],
+        };
+        assert_eq!(
+            claimed.annotation(),
+            serde_json::to_string(&claimed.json()).unwrap()
+        );
+        assert_eq!(
+            claimed.json(),
+            r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":null,"containers":{"t":{"claim":"efa"}}}"#
+        );
+    }
 }

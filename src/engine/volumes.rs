@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::added;
+use super::added;
 use crate::error::Error;
 use crate::json::lenient::{Entry, Loose, read};
 use crate::json::object::Object;

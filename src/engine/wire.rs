@@ -4,7 +4,7 @@
 //! the sidecar, the volumes, the annotations. It words no warning: it says what it did, for
 //! [`super::judge`], the record and the preflight.
 
-use crate::added::{Added, Daemon};
+use super::added::{Added, Daemon};
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
 use crate::json::object::{Node, Object};
@@ -12,7 +12,6 @@ use crate::json::write::RenderedItems;
 use crate::machine;
 use crate::merge::{Read, expect_read, object_mut};
 use crate::profile::COUNT;
-use crate::record::Wired;
 
 use super::annotations::{Devices, annotate};
 use super::claim::Claim;
@@ -45,6 +44,16 @@ pub(super) struct Wiring<'p, 'a> {
     mounted: Vec<&'static str>,
     /// The profile's volumes the pod now declares.
     pub(super) present: Vec<&'static str>,
+}
+
+/// One GPU container the policy wired and what it ends up with.
+pub(super) struct Wired {
+    pub(super) name: String,
+    /// Its count of the fabric's device; `None` where the fabric has no device resource (GCP).
+    pub(super) devices: Option<u64>,
+    /// The pod's DRA claim of the fabric that it names (behaviour.md §3.8), recorded in place of
+    /// the count: the claim stands for the devices.
+    pub(super) claim: Option<String>,
 }
 
 /// Merges the profile `facts` hold into `pod`.

@@ -5,7 +5,7 @@
 //! is what Kubewarden's audit scanner needs: it ignores a patch, and only a refusal is a `fail`
 //! in its report.
 
-use crate::added::{Added, Annotation, Container};
+use crate::engine::added::{Added, Annotation, Container};
 
 /// The refusal of a pod the injector would change: `added` is what it would add, `cloud` and
 /// `fabric` what it would wire, `record` the annotation a wired pod carries (`None` when
@@ -90,7 +90,8 @@ pub fn one_line(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::added::{Attached, Daemon, Resource, Volume};
+    use crate::engine::added::{Daemon, Resource, Volume};
+    use crate::multus::Attached;
     use std::borrow::Cow;
 
     #[test]

@@ -11,14 +11,12 @@
 //! says nothing. As for every preflight call, an error or an answer that cannot be read says
 //! nothing.
 
-use crate::added::Added;
+use crate::engine::added::Added;
 use crate::error::Error;
 use crate::json::lenient::{Loose, Members, members, read, string};
 use crate::json::write::push_string;
-use crate::preflight::{Host, Mode};
+use crate::preflight::{GET, Host, Mode};
 
-/// The host call that reads the namespace.
-pub const GET: &str = "get_resource";
 /// The label whose level Pod Security admission enforces.
 pub const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
 
@@ -146,7 +144,7 @@ pub fn check(
     if fields.is_empty() {
         return Ok(None);
     }
-    let message = crate::validate::one_line(format!(
+    let message = super::validate_only::one_line(format!(
         "multi-node networking: namespace {namespace} enforces the Pod Security level {} ({ENFORCE}), which refuses what the policy adds to this pod: {}; Pod Security admission will refuse the pod: label the namespace {ENFORCE}=privileged, or exempt it from Pod Security in the API server's admission configuration",
         level.name(),
         fields.join(", ")
@@ -162,7 +160,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::added::{Container, Daemon, Volume};
+    use crate::engine::added::{Container, Daemon, Volume};
     use std::cell::RefCell;
 
     fn namespace(name: &str, labels: &str) -> String {

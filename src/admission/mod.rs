@@ -1,5 +1,10 @@
 //! The policy's two calls as pure functions from payload bytes to answer bytes: decode, dispatch,
-//! encode. Every input gets an answer; nothing here can trap the module.
+//! encode. Every input gets an answer; nothing here can trap the module. For a pod the policy
+//! would change, [`pod_security`] holds what it adds to the namespace's Pod Security level, and
+//! with `validateOnly` [`validate_only`] answers a refusal in place of the patch.
+
+pub mod pod_security;
+pub mod validate_only;
 
 use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
@@ -10,7 +15,6 @@ use crate::error::Error;
 use crate::json::envelope::Envelope;
 use crate::json::lenient;
 use crate::json::object::{self, Object};
-use crate::pod_security;
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config};
 use crate::trigger::{self, Decision};
@@ -195,7 +199,7 @@ fn answer_changed(
         let cloud = config.cloud.cloud.name;
         let record = config.record.as_deref();
         return Verdict::Reject {
-            message: crate::validate::refusal(&added, cloud, fabric, record),
+            message: validate_only::refusal(&added, cloud, fabric, record),
         };
     }
     let mut text = Vec::with_capacity(size * 2);
@@ -250,7 +254,7 @@ fn encode(verdict: Verdict) -> Vec<u8> {
     match record {
         Some(record) => {
             out.extend_from_slice(b"{\"");
-            out.extend_from_slice(crate::record::AUDIT_KEY.as_bytes());
+            out.extend_from_slice(crate::engine::AUDIT_KEY.as_bytes());
             out.extend_from_slice(b"\":");
             out.extend_from_slice(record.as_bytes());
             out.push(b'}');

@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use crate::multus::Attached;
+
 /// Everything the injection added, in the order the wire step added it.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Added<'a> {
@@ -67,14 +69,6 @@ pub struct Annotation {
     pub key: &'static str,
     /// The Multus attachments appended, in their order.
     pub networks: Vec<Attached>,
-}
-
-/// A network the pod's Multus list gained `times` attachments of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attached {
-    /// As the list names it: `namespace/name`, or the name alone.
-    pub network: String,
-    pub times: u64,
 }
 
 impl Added<'_> {
