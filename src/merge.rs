@@ -180,10 +180,9 @@ pub fn add_env<'a>(
 ) -> Result<Vec<Cow<'a, str>>, Error> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
-    let missing = |var: &EnvVar<'_>| !existing.contains(&var.name);
-    append(container, "env", vars.text_of(missing))?;
-    let added = vars.items().filter(|var| missing(var));
-    Ok(added.map(|var| var.name.clone()).collect())
+    let (text, missing) = vars.select(|var| !existing.contains(&var.name));
+    append(container, "env", text)?;
+    Ok(missing.into_iter().map(|var| var.name.clone()).collect())
 }
 
 /// Adds each mount whose path and volume are both unused in the container: a user's own

@@ -47,19 +47,22 @@ impl<'p, T: Fragment> RenderedItems<'p, T> {
 
     /// The JSON text of the items `keep` selects, comma-separated; empty if none.
     pub fn text_of(&self, keep: impl Fn(&T) -> bool) -> String {
-        let kept: Vec<&Range<usize>> = self
-            .items
-            .iter()
-            .filter(|(item, _)| keep(item))
-            .map(|(_, range)| range)
-            .collect();
+        self.select(keep).0
+    }
+
+    /// The items `keep` selects, each asked once, and their JSON text, comma-separated.
+    pub fn select(&self, keep: impl Fn(&T) -> bool) -> (String, Vec<&'p T>) {
+        let kept: Vec<&(&'p T, Range<usize>)> =
+            self.items.iter().filter(|(item, _)| keep(item)).collect();
+        let items = kept.iter().map(|(item, _)| *item).collect();
         if kept.len() == self.items.len() {
-            return self.text.clone();
+            return (self.text.clone(), items);
         }
-        joined(
+        let text = joined(
             kept.into_iter()
-                .filter_map(|range| self.text.get(range.clone())),
-        )
+                .filter_map(|(_, range)| self.text.get(range.clone())),
+        );
+        (text, items)
     }
 }
 
