@@ -15,7 +15,7 @@ use crate::profile::COUNT;
 
 use super::annotations::{Devices, annotate};
 use super::claim::Claim;
-use super::container::{Additions, GpuContainer, container_name, inject_container};
+use super::container::{Additions, ContainerDone, GpuContainer, container_name, inject_container};
 use super::read::Reading;
 use super::sidecar::add_sidecar;
 
@@ -101,38 +101,8 @@ fn each_gpu_container<'p, 'a>(
     facts: &'p Reading<'a>,
     claim: Option<Claim<'p>>,
 ) -> Result<Wiring<'p, 'a>, Error> {
-    let profile = &facts.profile;
-    let skipped = &facts.volumes.skipped;
-    let additions = Additions {
-        profile,
-        // No device where the pod's own claim brings the fabric.
-        count: facts
-            .placement
-            .as_ref()
-            .map(|p| p.count)
-            .filter(|_| facts.fabric_claim.is_none()),
-        claimed: claim.is_some(),
-        env: RenderedItems::new(profile.env.iter()),
-        mounts: RenderedItems::new(
-            profile
-                .mounts
-                .iter()
-                .filter(|m| !skipped.contains(&m.volume)),
-        ),
-    };
-    let mut wiring = Wiring {
-        added: Added::default(),
-        devices: 0,
-        rails: vec![0; profile.rails.len()],
-        containers: Vec::with_capacity(facts.gpu_containers.len()),
-        twice: Vec::new(),
-        shadowed: Vec::new(),
-        claim,
-        claim_template: None,
-        other_claims: false,
-        mounted: Vec::new(),
-        present: Vec::new(),
-    };
+    let additions = additions(facts, claim.is_some());
+    let mut wiring = Wiring::new(facts, claim);
     expect_read(spec, "containers", Read::List);
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
         return Err(malformed("spec.containers", JsonType::List));
@@ -145,37 +115,90 @@ fn each_gpu_container<'p, 'a>(
         ..
     } in &facts.gpu_containers
     {
+        let at = || format!("spec.containers[{index}]");
         // Read refused a pod with a container that is not an object.
         let Some(Node::Object(container)) = containers.get_mut(index) else {
-            return Err(malformed(
-                &format!("spec.containers[{index}]"),
-                JsonType::Object,
-            ));
+            return Err(malformed(&at(), JsonType::Object));
         };
         let name = container_name(container, index);
         let seccomp_set = facts.seccomp.set_for(&name);
         let gpus = (!uncounted).then_some(gpus);
         let done = inject_container(container, &name, gpus, &additions, seccomp_set)
-            .map_err(|e| e.within(&format!("spec.containers[{index}]")))?;
-        wiring.mounted.extend(&done.gained.mounts);
-        wiring.added.containers.push(done.gained);
-        if done.twice {
-            wiring.twice.push(wiring.containers.len());
-        }
-        wiring.devices = wiring.devices.saturating_add(done.devices);
-        for (sum, n) in wiring.rails.iter_mut().zip(&done.rails) {
-            *sum = sum.saturating_add(*n);
-        }
-        wiring
-            .shadowed
-            .extend(done.shadowed.into_iter().map(|s| (name.clone(), s)));
-        wiring.containers.push(Wired {
-            name,
-            devices: profile.device.as_ref().map(|_| done.devices),
-            claim: facts.fabric_claim.clone().filter(|_| fabric_claim),
-        });
+            .map_err(|e| e.within(&at()))?;
+        let claim = facts.fabric_claim.clone().filter(|_| fabric_claim);
+        wiring.tally(name, done, claim, facts.profile.device.is_some());
     }
     Ok(wiring)
+}
+
+/// The profile's per-container additions for `facts`' pod; `claimed`: its device comes through
+/// the settings' claim.
+fn additions<'p, 'a>(facts: &'p Reading<'a>, claimed: bool) -> Additions<'p, 'a> {
+    let profile = &facts.profile;
+    let skipped = &facts.volumes.skipped;
+    Additions {
+        profile,
+        // No device where the pod's own claim brings the fabric.
+        count: facts
+            .placement
+            .as_ref()
+            .map(|p| p.count)
+            .filter(|_| facts.fabric_claim.is_none()),
+        claimed,
+        env: RenderedItems::new(profile.env.iter()),
+        mounts: RenderedItems::new(
+            profile
+                .mounts
+                .iter()
+                .filter(|m| !skipped.contains(&m.volume)),
+        ),
+    }
+}
+
+impl<'p, 'a> Wiring<'p, 'a> {
+    /// Nothing wired yet.
+    fn new(facts: &Reading<'a>, claim: Option<Claim<'p>>) -> Self {
+        Wiring {
+            added: Added::default(),
+            devices: 0,
+            rails: vec![0; facts.profile.rails.len()],
+            containers: Vec::with_capacity(facts.gpu_containers.len()),
+            twice: Vec::new(),
+            shadowed: Vec::new(),
+            claim,
+            claim_template: None,
+            other_claims: false,
+            mounted: Vec::new(),
+            present: Vec::new(),
+        }
+    }
+
+    /// Adds what wiring the container `name` did to the pod's sums; `claim` is the pod's own
+    /// fabric claim where it names it, `device` whether the profile has a device to count.
+    fn tally(
+        &mut self,
+        name: String,
+        done: ContainerDone<'a>,
+        claim: Option<String>,
+        device: bool,
+    ) {
+        self.mounted.extend(&done.gained.mounts);
+        self.added.containers.push(done.gained);
+        if done.twice {
+            self.twice.push(self.containers.len());
+        }
+        self.devices = self.devices.saturating_add(done.devices);
+        for (sum, n) in self.rails.iter_mut().zip(&done.rails) {
+            *sum = sum.saturating_add(*n);
+        }
+        let shadowed = done.shadowed.into_iter().map(|s| (name.clone(), s));
+        self.shadowed.extend(shadowed);
+        self.containers.push(Wired {
+            name,
+            devices: device.then_some(done.devices),
+            claim,
+        });
+    }
 }
 
 /// Adds the pod's claim of the fabric, made for its device count, where the settings give it
