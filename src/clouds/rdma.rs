@@ -134,8 +134,12 @@ fn device(resource: Cow<'_, str>) -> Device<'_> {
     }
 }
 
-/// The device's resource; `None`, a fabric without one (Nebius: IPC_LOCK and env only).
+/// The device's resource; `None`, a fabric without one (Nebius: IPC_LOCK and env only). One
+/// device takes the place of a lower layer's rails, as rails take a device's.
 fn set_resource_name<'a>(profile: &mut Profile<'a>, resource: Option<Cow<'a, str>>) {
+    if resource.is_some() {
+        profile.rails.clear();
+    }
     match (resource, &mut profile.device) {
         (None, _) => profile.device = None,
         (Some(resource), Some(_)) => set_resource(profile, resource),

@@ -337,6 +337,39 @@ fn a_row_may_set_the_clouds_keys_and_a_gcp_fabric() {
     );
 }
 
+/// On `rdma` a row's device takes the place of the block's rails, and a row's rails that of the
+/// block's device: a pod never gets both (the block refuses both set together).
+#[test]
+fn a_rows_device_or_rails_replace_the_blocks() {
+    let rail = |n: &str| json!({"resourceName": format!("nvidia.com/{n}"), "network": n});
+    with(
+        json!({"rdma": {"enabled": true, "rails": [rail("rail0")], "instanceTypes": {
+            "one": {"resourceName": "nvidia.com/hostdev", "devicesPerNode": 8, "gpusPerNode": 8}
+        }}}),
+        |config| {
+            let settings = &config.cloud;
+            let row = settings.row("one").unwrap().unwrap();
+            let profile = settings.profile(settings.fabric(&row.overlay), &row.overlay);
+            assert_eq!(profile.device.unwrap().resource, "nvidia.com/hostdev");
+            assert!(profile.rails.is_empty());
+            let block = settings.default_profile();
+            assert!(block.device.is_none() && block.rails.len() == 1);
+        },
+    );
+    with(
+        json!({"rdma": {"enabled": true, "resourceName": "nvidia.com/hostdev", "instanceTypes": {
+            "railed": {"rails": [rail("rail0"), rail("rail1")]}
+        }}}),
+        |config| {
+            let settings = &config.cloud;
+            let row = settings.row("railed").unwrap().unwrap();
+            let profile = settings.profile(settings.fabric(&row.overlay), &row.overlay);
+            assert!(profile.device.is_none());
+            assert_eq!(profile.rails.len(), 2);
+        },
+    );
+}
+
 #[test]
 fn pin_transport_names_each_fabrics_plugin() {
     let nccl_net = |settings: Value| {
