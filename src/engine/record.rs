@@ -188,6 +188,23 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
+    /// The record's JSON text, once it is checked that the annotation's value is that text as a
+    /// JSON string, as serde_json writes it.
+    fn written(record: &Record<'_>) -> String {
+        let text = record.json();
+        assert_eq!(record.annotation(), serde_json::to_string(&text).unwrap());
+        text
+    }
+
+    /// One container named `t`.
+    fn t(devices: Option<u64>, claim: Option<&str>) -> [Wired; 1] {
+        [Wired {
+            name: "t".into(),
+            devices,
+            claim: claim.map(str::to_string),
+        }]
+    }
+
     #[test]
     fn the_record_is_compact_json_in_a_fixed_order() {
         let containers = [
@@ -214,59 +231,40 @@ mod tests {
             machine: Some(("p5.48xlarge", from)),
             containers: &containers,
         };
-        let text = record.json();
+        let text = written(&record);
         assert_eq!(
             text,
             r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":{"name":"p5.48xlarge","from":"nodeSelector node.kubernetes.io/instance-type"},"containers":{"trainer":{"devices":32},"o\"dd":{"devices":0}}}"#
         );
         let parsed: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(parsed["containers"]["o\"dd"], json!({"devices": 0}));
-        // Written as the JSON text of a string, it is that string's serde_json text.
-        assert_eq!(record.annotation(), serde_json::to_string(&text).unwrap());
+    }
 
+    #[test]
+    fn no_device_rails_and_claims() {
         let none = Record {
             cloud: "gcp",
             fabric: "tcpxo",
             device: None,
             rails: Vec::new(),
             machine: None,
-            containers: &[Wired {
-                name: "t".into(),
-                devices: None,
-                claim: None,
-            }],
+            containers: &t(None, None),
         };
         assert_eq!(
-            none.annotation(),
-            serde_json::to_string(&none.json()).unwrap()
-        );
-        assert_eq!(
-            none.json(),
+            written(&none),
             r#"{"policy":"0.1.0","cloud":"gcp","fabric":"tcpxo","device":null,"machine":null,"containers":{"t":{}}}"#
         );
-
         // Rails stand in the device's place, listed after it.
         let rails = Record {
             cloud: "rdma",
             fabric: "rdma",
-            device: None,
             rails: vec!["nvidia.com/rail0", "nvidia.com/rail1"],
-            machine: None,
-            containers: &[Wired {
-                name: "t".into(),
-                devices: None,
-                claim: None,
-            }],
+            ..none
         };
         assert_eq!(
-            rails.annotation(),
-            serde_json::to_string(&rails.json()).unwrap()
-        );
-        assert_eq!(
-            rails.json(),
+            written(&rails),
             r#"{"policy":"0.1.0","cloud":"rdma","fabric":"rdma","device":null,"rails":["nvidia.com/rail0","nvidia.com/rail1"],"machine":null,"containers":{"t":{}}}"#
         );
-
         // A DRA claim stands for the devices: the container's entry names it instead.
         let claimed = Record {
             cloud: "aws",
@@ -274,18 +272,10 @@ mod tests {
             device: Some("vpc.amazonaws.com/efa"),
             rails: Vec::new(),
             machine: None,
-            containers: &[Wired {
-                name: "t".into(),
-                devices: Some(32),
-                claim: Some("efa".into()),
-            }],
+            containers: &t(Some(32), Some("efa")),
         };
         assert_eq!(
-            claimed.annotation(),
-            serde_json::to_string(&claimed.json()).unwrap()
-        );
-        assert_eq!(
-            claimed.json(),
+            written(&claimed),
             r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":null,"containers":{"t":{"claim":"efa"}}}"#
         );
     }
