@@ -208,21 +208,20 @@ fn add_claim(
     facts: &Reading<'_>,
     wiring: &mut Wiring<'_, '_>,
 ) -> Result<(), Error> {
-    let Some(claim) = &wiring.claim else {
-        wiring.other_claims = machine::has_claims(spec);
-        return Ok(());
-    };
     let count = match facts.profile.device {
         Some(_) => wiring.devices,
         None => Claim::nics(&facts.profile, facts.node.nics),
     };
     // A claim counted for no devices is none, as a count of 0 is no request: its GPUs were not
     // counted (behaviour.md §3.10), and no template is made for 0.
-    if count == 0 && claim.setting.template.contains(COUNT) {
-        wiring.claim = None;
+    wiring.claim = wiring
+        .claim
+        .take()
+        .filter(|claim| count > 0 || !claim.setting.template.contains(COUNT));
+    let Some(claim) = &wiring.claim else {
         wiring.other_claims = machine::has_claims(spec);
         return Ok(());
-    }
+    };
     let added = claim.add(spec, &facts.gpu_containers, count)?;
     wiring.added.claims.extend(added.pod_claim);
     for (gained, claimed) in wiring.added.containers.iter_mut().zip(&added.named_in) {
