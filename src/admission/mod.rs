@@ -187,12 +187,13 @@ fn answer_changed(
         fabric,
         ..
     } = outcome;
-    if let Some((namespace, host)) = preflight {
-        if let Some(level) = pod_security::read_level(namespace, config.preflight, host) {
-            match pod_security::check(level, &added, namespace, config.preflight) {
-                Ok(warning) => warnings.extend(warning),
-                Err(error) => return refuse(error),
-            }
+    if let Some((namespace, host)) = preflight
+        && pod_security::refusable(&added)
+        && let Some(level) = pod_security::read_level(namespace, config.preflight, host)
+    {
+        match pod_security::check(level, &added, namespace, config.preflight) {
+            Ok(warning) => warnings.extend(warning),
+            Err(error) => return refuse(error),
         }
     }
     if config.validate_only {

@@ -101,6 +101,12 @@ pub fn read_level(namespace: &str, mode: Mode, host: Host<'_>) -> Option<Level> 
     level(&host(GET, &request(namespace))?, namespace)
 }
 
+/// Whether any level refuses something of `added`: restricted refuses all that baseline does,
+/// and more. Where it does not, the namespace is not read: its level cannot matter.
+pub fn refusable(added: &Added<'_>) -> bool {
+    !refused(Level::Restricted, added).is_empty()
+}
+
 /// What of `added` the level refuses, each field named: `container worker capabilities IPC_LOCK`,
 /// `hostPath volume efa-libs`. The policy never adds `privileged` (behaviour.md §5), so that
 /// field of Pod Security is not read.
@@ -301,6 +307,42 @@ mod tests {
             check(Level::Baseline, &harmless, "jobs", Mode::Reject),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn only_a_capability_but_net_bind_service_or_a_host_path_is_refusable() {
+        assert!(refusable(&wired()));
+        let env_and_net_bind = Added {
+            containers: vec![Container {
+                name: "w".into(),
+                capabilities: vec!["NET_BIND_SERVICE".into()],
+                env: vec!["NCCL_X".into()],
+                ..Container::default()
+            }],
+            volumes: vec![Volume {
+                name: "shm",
+                host_path: false,
+            }],
+            ..Added::default()
+        };
+        assert!(!refusable(&env_and_net_bind));
+        assert!(!refusable(&Added::default()));
+        // CHOWN: baseline allows it, restricted does not.
+        assert!(refusable(&Added {
+            containers: vec![Container {
+                name: "w".into(),
+                capabilities: vec!["CHOWN".into()],
+                ..Container::default()
+            }],
+            ..Added::default()
+        }));
+        assert!(refusable(&Added {
+            volumes: vec![Volume {
+                name: "libs",
+                host_path: true,
+            }],
+            ..Added::default()
+        }));
     }
 
     #[test]

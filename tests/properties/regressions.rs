@@ -27,7 +27,7 @@ pub(crate) fn a_request_without_a_namespace_makes_no_preflight_call() {
         json!({TRIGGER: "true"}),
         json!({"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}),
     );
-    let settings = json!({"oci": {"enabled": true}});
+    let settings = json!({"azure": {"enabled": true}});
     for namespace in [json!("jobs"), json!(""), Value::Null] {
         let mut request = admission_request("CREATE", &pod_kind(), &pod);
         request["namespace"] = namespace.clone();
@@ -38,7 +38,8 @@ pub(crate) fn a_request_without_a_namespace_makes_no_preflight_call() {
         };
         let verdict = admission::evaluate_with(&fixtures::payload(&request, &settings), &host);
         assert!(matches!(verdict, Verdict::Mutate { .. }), "{verdict:?}");
-        // With one: the network's list, and the namespace's read (behaviour.md §11).
+        // With one: the topology ConfigMap's list, and the namespace's read for the IPC_LOCK
+        // Azure adds (behaviour.md §11).
         assert_eq!(
             calls.get(),
             2 * usize::from(namespace == "jobs"),
