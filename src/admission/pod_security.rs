@@ -166,7 +166,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::added::{Container, Daemon, Volume};
+    use crate::engine::added::{Container, Daemon, NewVolume};
     use std::cell::RefCell;
 
     fn namespace(name: &str, labels: &str) -> String {
@@ -266,11 +266,11 @@ mod tests {
                 capabilities: &["NET_ADMIN"],
             }),
             volumes: vec![
-                Volume {
+                NewVolume {
                     name: "libs",
                     host_path: true,
                 },
-                Volume {
+                NewVolume {
                     name: "shm",
                     host_path: false,
                 },
@@ -319,7 +319,7 @@ mod tests {
                 env: vec!["NCCL_X".into()],
                 ..Container::default()
             }],
-            volumes: vec![Volume {
+            volumes: vec![NewVolume {
                 name: "shm",
                 host_path: false,
             }],
@@ -337,7 +337,7 @@ mod tests {
             ..Added::default()
         }));
         assert!(refusable(&Added {
-            volumes: vec![Volume {
+            volumes: vec![NewVolume {
                 name: "libs",
                 host_path: true,
             }],

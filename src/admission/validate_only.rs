@@ -90,7 +90,7 @@ pub fn one_line(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::added::{Daemon, Resource, Volume};
+    use crate::engine::added::{Daemon, NewVolume, Resource};
     use crate::multus::Attached;
     use std::borrow::Cow;
 
@@ -117,7 +117,7 @@ mod tests {
                 name: "tcpxo-daemon",
                 capabilities: &[],
             }),
-            volumes: vec![Volume {
+            volumes: vec![NewVolume {
                 name: "efa-libs",
                 host_path: true,
             }],

@@ -12,7 +12,7 @@ use crate::json::lenient::{Loose, Members, item_named, items, members, read, str
 
 /// The devices of a claim that the policy counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Devices {
+pub struct Counted {
     /// GPUs of `ExactCount` requests (of the largest alternative, for `firstAvailable`).
     pub gpus: u64,
     /// Requests of GPUs with `allocationMode: All`: each the node's GPUs.
@@ -23,7 +23,7 @@ pub struct Devices {
     pub class: Option<usize>,
 }
 
-impl Devices {
+impl Counted {
     /// The claim asks for GPUs.
     pub fn has_gpus(&self) -> bool {
         self.gpus > 0 || self.all > 0
@@ -33,7 +33,7 @@ impl Devices {
 /// What the host's answer says of the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
-    Found(Devices),
+    Found(Counted),
     /// A list without the object.
     Missing,
     /// Not a list, or the object's spec is not one the policy can read.
@@ -82,8 +82,8 @@ pub fn read_answer(answer: &[u8], name: &str, holder: Holder, classes: &Classes<
 
 /// The devices of a claim's spec (`{devices: {requests: [...]}}`); `None` where a field the count
 /// depends on has the wrong form. A spec without requests asks for nothing.
-fn devices(spec: &RawValue, classes: &Classes<'_>) -> Option<Devices> {
-    let mut found = Devices::default();
+fn devices(spec: &RawValue, classes: &Classes<'_>) -> Option<Counted> {
+    let mut found = Counted::default();
     let Some(requests) = object(spec)?.get("devices").filter(|d| !is_null(d)) else {
         return Some(found);
     };
@@ -217,7 +217,7 @@ mod tests {
 
     fn found(gpus: u64, all: u64, fabric: bool) -> Answer {
         let class = (gpus > 0 || all > 0).then_some(0);
-        Answer::Found(Devices {
+        Answer::Found(Counted {
             gpus,
             all,
             fabric,
@@ -237,11 +237,11 @@ mod tests {
     #[test]
     fn all_first_available_and_other_classes() {
         let all = r#"[{"name":"gpus","exactly":{"deviceClassName":"gpu.amd.com","allocationMode":"All"}}]"#;
-        let amd = Devices {
+        let amd = Counted {
             class: Some(1),
-            ..Devices::default()
+            ..Counted::default()
         };
-        assert_eq!(devices_of(all), Answer::Found(Devices { all: 1, ..amd }));
+        assert_eq!(devices_of(all), Answer::Found(Counted { all: 1, ..amd }));
         let first = r#"[{"name":"gpus","firstAvailable":[{"name":"big","deviceClassName":"gpu.nvidia.com","count":8},{"name":"mig","deviceClassName":"mig.nvidia.com","count":16},{"name":"small","deviceClassName":"gpu.nvidia.com","count":4}]}]"#;
         assert_eq!(devices_of(first), found(8, 0, false));
         let first_all = r#"[{"name":"gpus","firstAvailable":[{"name":"a","deviceClassName":"gpu.nvidia.com","count":2},{"name":"b","deviceClassName":"gpu.nvidia.com","allocationMode":"All"}]}]"#;

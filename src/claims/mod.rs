@@ -11,7 +11,7 @@
 
 mod answer;
 
-pub use answer::{Answer, Classes, Devices, Holder, read_answer};
+pub use answer::{Answer, Classes, Counted, Holder, read_answer};
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -24,31 +24,31 @@ use crate::settings::Config;
 
 /// Where a pod claim's devices are described.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source<'a> {
+pub enum Origin<'a> {
     /// `resourceClaimTemplateName`.
     Template(Cow<'a, str>),
     /// `resourceClaimName`: a claim made ahead.
     Claim(Cow<'a, str>),
 }
 
-impl Source<'_> {
+impl Origin<'_> {
     pub fn kind(&self) -> &'static ObjectKind {
         match self {
-            Source::Template(_) => &preflight::CLAIM_TEMPLATE,
-            Source::Claim(_) => &preflight::RESOURCE_CLAIM,
+            Origin::Template(_) => &preflight::CLAIM_TEMPLATE,
+            Origin::Claim(_) => &preflight::RESOURCE_CLAIM,
         }
     }
 
     pub fn name(&self) -> &str {
         match self {
-            Source::Template(name) | Source::Claim(name) => name,
+            Origin::Template(name) | Origin::Claim(name) => name,
         }
     }
 
     fn holder(&self) -> Holder {
         match self {
-            Source::Template(_) => Holder::Template,
-            Source::Claim(_) => Holder::Claim,
+            Origin::Template(_) => Holder::Template,
+            Origin::Claim(_) => Holder::Claim,
         }
     }
 }
@@ -86,8 +86,8 @@ impl Unread {
 pub struct PodClaim<'a> {
     /// Its name in the pod.
     pub name: Cow<'a, str>,
-    pub source: Source<'a>,
-    pub devices: Result<Devices, Unread>,
+    pub source: Origin<'a>,
+    pub devices: Result<Counted, Unread>,
 }
 
 impl PodClaim<'_> {
@@ -156,8 +156,8 @@ pub fn read<'a>(
         let text = |key: &str| item.get(key).and_then(string).filter(|s| !s.is_empty());
         // The API server takes exactly one of the two.
         let source = match (text("resourceClaimTemplateName"), text("resourceClaimName")) {
-            (Some(template), None) => Source::Template(template),
-            (None, Some(claim)) => Source::Claim(claim),
+            (Some(template), None) => Origin::Template(template),
+            (None, Some(claim)) => Origin::Claim(claim),
             _ => continue,
         };
         // Two pod claims from one template: the answer is the first's.
@@ -197,11 +197,11 @@ fn named_claims<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
 
 /// One object, looked for.
 fn look(
-    source: &Source<'_>,
+    source: &Origin<'_>,
     mode: Mode,
     cluster: Option<(&str, Host<'_>)>,
     classes: &Classes<'_>,
-) -> Result<Devices, Unread> {
+) -> Result<Counted, Unread> {
     if mode == Mode::Skip {
         return Err(Unread::Skipped);
     }

@@ -79,10 +79,10 @@ fn only_the_claims_containers_name_are_read_once_per_object() {
     let claims = read_pod(&text, &aws(json!({})), Some(&host));
     let names: Vec<&str> = claims.claims.iter().map(|c| c.name.as_ref()).collect();
     assert_eq!(names, ["gpus", "again", "made"]);
-    let eight = Devices {
+    let eight = Counted {
         gpus: 8,
         class: Some(0),
-        ..Devices::default()
+        ..Counted::default()
     };
     assert_eq!(claims.claims[0].devices, Ok(eight));
     assert_eq!(claims.claims[1].devices, Ok(eight));

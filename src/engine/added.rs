@@ -15,7 +15,7 @@ pub struct Added<'a> {
     /// The fabric's daemon, where the policy added it.
     pub sidecar: Option<Daemon>,
     /// `spec.volumes` the pod gained.
-    pub volumes: Vec<Volume>,
+    pub volumes: Vec<NewVolume>,
     /// `spec.resourceClaims` the pod gained, by name.
     pub claims: Vec<String>,
     /// The annotations the pod gained or whose value the policy extended; the record is left
@@ -57,7 +57,7 @@ pub struct Daemon {
 
 /// A volume the pod gained.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Volume {
+pub struct NewVolume {
     pub name: &'static str,
     /// A `hostPath` volume, which Pod Security's baseline and restricted levels refuse.
     pub host_path: bool,

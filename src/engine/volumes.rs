@@ -71,7 +71,7 @@ impl Volumes {
         spec: &mut Object<'_>,
         volumes: &[Volume<'_>],
         mounted: &[&str],
-    ) -> Result<(Vec<added::Volume>, Vec<&'static str>), Error> {
+    ) -> Result<(Vec<added::NewVolume>, Vec<&'static str>), Error> {
         let wanted: Vec<&Volume<'_>> = volumes
             .iter()
             .filter(|v| !self.skipped.contains(&v.name) && !self.existing.contains(&v.name))
@@ -87,9 +87,9 @@ impl Volumes {
                 .into_iter()
                 .filter(|v| mounted.contains(&v.name) || users_mounts.iter().any(|m| m == v.name)),
         );
-        let added: Vec<added::Volume> = missing
+        let added: Vec<added::NewVolume> = missing
             .items()
-            .map(|v| added::Volume {
+            .map(|v| added::NewVolume {
                 name: v.name,
                 host_path: matches!(v.source, Source::HostPath { .. }),
             })
