@@ -132,6 +132,73 @@ fn the_section_has_what_the_policy_server_requires() {
     assert_eq!(section["mutating"], true);
 }
 
+/// The host calls `kwctl annotate` finds in the module are those the section declares, so that
+/// it warns of no mismatch. kwctl (crates/kwctl/src/wasm_scanner.rs, kubewarden-controller at
+/// `3460bb71`) looks in the data segments, joined with a 0xff byte between them, for each
+/// operation of policy-evaluator's capability tree: the operation counts where its namespace's
+/// name and the operation's own text both occur, and an operation that begins another one
+/// (`v1/oci_manifest` of `v1/oci_manifest_config`) only where it occurs not as that beginning.
+#[test]
+fn kwctl_finds_the_host_calls_the_section_declares() {
+    const OPERATIONS: [(&str, &str); 11] = [
+        ("crypto", "v1/is_certificate_trusted"),
+        ("kubernetes", "can_i"),
+        ("kubernetes", "get_resource"),
+        ("kubernetes", "list_resources_all"),
+        ("kubernetes", "list_resources_by_namespace"),
+        ("net", "v1/dns_lookup_host"),
+        ("oci", "v1/manifest_digest"),
+        ("oci", "v1/oci_manifest"),
+        ("oci", "v1/oci_manifest_config"),
+        ("oci", "v1/verify"),
+        ("oci", "v2/verify"),
+    ];
+    let annotated = module(&default_module_path());
+    let mut data = Vec::new();
+    for payload in Parser::new(0).parse_all(&annotated) {
+        if let Payload::DataSection(reader) = payload.expect("the module parses") {
+            for segment in reader {
+                data.extend_from_slice(segment.expect("a data segment").data);
+                data.push(0xff);
+            }
+        }
+    }
+    let at = |text: &str| -> Vec<usize> {
+        let text = text.as_bytes();
+        (0..data.len().saturating_sub(text.len()) + 1)
+            .filter(|&i| data[i..].starts_with(text))
+            .collect()
+    };
+    let found: Vec<String> = OPERATIONS
+        .iter()
+        .filter(|(namespace, operation)| {
+            let longer: Vec<&str> = OPERATIONS
+                .iter()
+                .map(|(_, other)| *other)
+                .filter(|other| other != operation && other.starts_with(operation))
+                .collect();
+            let places = at(operation);
+            // Each longer operation: some place of this one is not where that one begins.
+            let alone = |longer: &&str| {
+                places
+                    .iter()
+                    .any(|&i| !data[i..].starts_with(longer.as_bytes()))
+            };
+            let present = match longer.as_slice() {
+                [] => !places.is_empty(),
+                longer => longer.iter().all(alone),
+            };
+            !at(namespace).is_empty() && present
+        })
+        .map(|(namespace, operation)| format!("{namespace}/{operation}"))
+        .collect();
+    assert_eq!(
+        Value::from(found),
+        metadata_section()["hostCapabilities"],
+        "the host calls kwctl annotate would find, and those the section declares"
+    );
+}
+
 #[test]
 fn the_rest_of_the_module_is_the_builds_byte_for_byte() {
     let plain = module(&plain_module_path());
