@@ -42,7 +42,7 @@ pub struct Case {
     pub payload: Option<String>,
     /// The object as the API server stores it (`fixtures::stored`), sent as Kubewarden's audit
     /// scanner sends a stored pod (behaviour.md §10): a CREATE whose `resource.resource` is the
-    /// Kind, without `userInfo`.
+    /// Kind, with an empty `userInfo`.
     #[serde(default)]
     pub stored: bool,
     /// The cluster the policy's host calls are answered from (behaviour.md §9); absent, every

@@ -756,7 +756,8 @@ fn cases() -> Result<Vec<Case>> {
         // at once (the not-opted-in target); an opted-in one is decided by the injector's whole
         // reading, whether it is wired already (accepted) or lacks its fabric (refused for what
         // it lacks), so both are held to the opted-in target. A pod the injector would change
-        // reads its namespace (§11), here an erring host call.
+        // looks for its network (§9), here an erring host call; OCI adds nothing a Pod Security
+        // level refuses, so its namespace is not read (§11).
         validate_only(
             "validateOnly: Deployment pod, not opted in, stored",
             stored(deployment_pod()),
