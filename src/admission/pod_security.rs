@@ -102,15 +102,17 @@ pub fn read_level(namespace: &str, mode: Mode, host: Host<'_>) -> Option<Level> 
 }
 
 /// Whether any level refuses something of `added`: restricted refuses all that baseline does,
-/// and more. Where it does not, the namespace is not read: its level cannot matter.
+/// and more. Where it does not, the namespace is not read: its level cannot matter. Asked of
+/// every pod the policy changes, so nothing is written out.
 pub fn refusable(added: &Added<'_>) -> bool {
-    !refused(Level::Restricted, added).is_empty()
+    let capability = capabilities(added)
+        .flat_map(|(_, capabilities)| capabilities)
+        .any(|c| !Level::Restricted.allows(c));
+    capability || added.volumes.iter().any(|v| v.host_path)
 }
 
-/// What of `added` the level refuses, each field named: `container worker capabilities IPC_LOCK`,
-/// `hostPath volume efa-libs`. The policy never adds `privileged` (behaviour.md §5), so that
-/// field of Pod Security is not read.
-pub fn refused(level: Level, added: &Added<'_>) -> Vec<String> {
+/// The capabilities `added` gives each container it names, the sidecar's last.
+fn capabilities<'s>(added: &'s Added<'_>) -> impl Iterator<Item = (&'s str, Vec<&'s str>)> {
     let containers = added.containers.iter().map(|c| {
         let capabilities = c.capabilities.iter().map(|c| c.as_ref());
         (c.name.as_str(), capabilities.collect::<Vec<&str>>())
@@ -119,8 +121,15 @@ pub fn refused(level: Level, added: &Added<'_>) -> Vec<String> {
         .sidecar
         .iter()
         .map(|d| (d.name, d.capabilities.to_vec()));
+    containers.chain(daemon)
+}
+
+/// What of `added` the level refuses, each field named: `container worker capabilities IPC_LOCK`,
+/// `hostPath volume efa-libs`. The policy never adds `privileged` (behaviour.md §5), so that
+/// field of Pod Security is not read.
+pub fn refused(level: Level, added: &Added<'_>) -> Vec<String> {
     let mut fields = Vec::new();
-    for (name, capabilities) in containers.chain(daemon) {
+    for (name, capabilities) in capabilities(added) {
         let refused: Vec<&str> = capabilities
             .into_iter()
             .filter(|c| !level.allows(c))
