@@ -21,10 +21,11 @@ pub struct RenderedItems<'p, T> {
 impl<'p, T: Fragment> RenderedItems<'p, T> {
     pub fn new(items: impl IntoIterator<Item = &'p T>) -> Self {
         let items = items.into_iter();
-        let mut ranges = Vec::with_capacity(items.size_hint().0);
+        let count = items.size_hint().0;
+        let mut ranges = Vec::with_capacity(count);
         // Room up front for entries of a typical size (`{"name":"NCCL_…","value":"…"}`): growing
         // from nothing was a tenth of an opted-in pod's allocations.
-        let mut text = String::with_capacity(64 * ranges.capacity());
+        let mut text = String::with_capacity(64 * count);
         for item in items {
             if !text.is_empty() {
                 text.push(',');
