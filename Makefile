@@ -6,7 +6,7 @@ CRATE       := multinode_networking_policy
 MODULE      := target/$(WASM_TARGET)/release/$(CRATE).wasm
 SOURCES     := $(wildcard src/*.rs src/*/*.rs src/*/*/*.rs) Cargo.toml Cargo.lock
 # The annotation tool (light: no registry client), and the publishing tool that depends on it.
-ANNOTATOR   := $(wildcard metadata/src/*.rs) metadata/Cargo.toml
+ANNOTATOR   := $(wildcard metadata/src/*.rs host/src/*.rs) metadata/Cargo.toml host/Cargo.toml
 PUBLISHER   := $(wildcard publish/src/*.rs) publish/Cargo.toml $(ANNOTATOR)
 CARGO       ?= cargo
 CLOUD       ?= aws
@@ -37,7 +37,8 @@ policy.wasm: $(SOURCES) | wasm-target wasm-opt
 
 # What the policy server loads: policy.wasm with policy-metadata.yml, its own protocol_version
 # answer and this README in its io.kubewarden.metadata section, written by the policy-metadata
-# tool (no kwctl needed; no signing or registry crates built, so `make preview` stays quick).
+# tool (no kwctl needed), which asks the protocol version on policy-host's lean waPC engine: no
+# signing or registry crates and no wasmtime component model built, so `make preview` stays quick.
 # The policy server refuses policy.wasm itself.
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(ANNOTATOR)
 	$(CARGO) run --locked -q -p policy-metadata -- annotate -m policy-metadata.yml -u README.md \
@@ -48,10 +49,11 @@ annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(ANNOTATOR)
 policy.cdx.json: Cargo.toml Cargo.lock $(PUBLISHER)
 	$(CARGO) run --locked -q -p publish -- sbom -o policy.cdx.json
 
-# The main job: the policy, through the same wasmtime host as the tests, on an example pod.
+# The main job: the policy on an example pod, in wasmtime through waPC on policy-host's lean
+# engine, which the e2e tests hold to the policy server's engine on every case.
 .PHONY: preview
 preview: annotated-policy.wasm
-	$(CARGO) run --locked -q -p e2e-tests --bin preview -- --module $(CURDIR)/annotated-policy.wasm --cloud $(CLOUD) \
+	$(CARGO) run --locked -q -p preview -- --module $(CURDIR)/annotated-policy.wasm --cloud $(CLOUD) \
 		$(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
 
 # Benchmarks (not tests): the policy against a baseline module on the same SDK (BENCHMARKS.md).

@@ -1,12 +1,15 @@
-//! A waPC host for the compiled policy, run the way the Kubewarden policy server runs it: the
-//! module in wasmtime with WASI, called through waPC with the policy server's payloads.
+//! The compiled policy run the way the Kubewarden policy server runs it: the module in wasmtime
+//! with WASI, called through waPC on the policy server's engine (`wasmtime-provider`), with the
+//! policy server's payloads.
 //!
 //! The module under test is `annotated-policy.wasm`, the one users deploy: the policy server
 //! refuses `policy.wasm`, which lacks the metadata section.
 //!
 //! An [`Instance`] answers the YAML cases of `case-runner` (an [`Answerer`]), which the policy
 //! crate's `cargo test` runs against its core natively: here they run through the module, the
-//! case's fixture cluster answering the guest's host calls through waPC.
+//! case's fixture cluster answering the guest's host calls through waPC. [`Policy::lean`] runs
+//! the same module on `policy-host`'s lean engine, which the annotator and `make preview` use;
+//! the tests hold it to the policy server's engine.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -15,8 +18,7 @@ use anyhow::{Context, Result};
 use case_runner::cluster::{self as fixture, Recorder};
 use case_runner::{Answerer, HostFn};
 use serde_json::Value;
-use wapc::WapcHost;
-use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+use wasmtime_provider::WasmtimeEngineProviderBuilder;
 
 // The cases, the tests and the bins build their requests with these; they live in the fixtures
 // crate (from the payload crate the browser playground uses too), which the property tests and
@@ -33,16 +35,12 @@ pub mod admission_response;
 pub mod bare;
 
 /// The policy module, compiled once.
-pub struct Policy {
-    pre: WasmtimeEngineProviderPre,
-}
+pub struct Policy(policy_host::Policy);
 
 /// One instance of the module: its linear memory lives as long as this does, as a policy
 /// server's does across requests.
 pub struct Instance {
-    host: WapcHost,
-    /// What answers the guest's host calls: the waPC callback asks it at each call.
-    answers: Arc<Mutex<HostFn>>,
+    host: policy_host::Instance,
     /// The fixture cluster [`Instance::set_cluster`] installed, and the calls made to it.
     cluster: Mutex<Arc<Recorder>>,
 }
@@ -76,41 +74,44 @@ pub fn policy() -> &'static Policy {
 
 impl Policy {
     pub fn load(path: &Path) -> Result<Policy> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        Self::from_bytes(&bytes)
+        Self::from_bytes(&read_module(path)?)
     }
 
+    /// The module on the policy server's engine, built as policy-evaluator builds it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
         let pre = WasmtimeEngineProviderBuilder::new()
             .module_bytes(bytes)
             .build_pre()
             .context("cannot compile the policy module")?;
-        Ok(Policy { pre })
+        Ok(Policy(policy_host::Policy::with_engine(move || {
+            let engine = pre
+                .rehydrate(None)
+                .context("cannot instantiate the policy module")?;
+            Ok(Box::new(engine))
+        })))
     }
 
+    /// The module on `policy-host`'s lean engine, as `make preview` and the annotator run it.
+    pub fn lean(path: &Path) -> Result<Policy> {
+        Ok(Policy(policy_host::Policy::from_bytes(&read_module(
+            path,
+        )?)?))
+    }
+
+    /// A new instance; its host calls are errors, as for an `AdmissionPolicy`, until
+    /// [`Instance::set_cluster`] gives it a cluster.
     pub fn instance(&self) -> Result<Instance> {
-        let engine = self
-            .pre
-            .rehydrate(None)
-            .context("cannot instantiate the policy module")?;
         let cluster = Recorder::new(None);
-        let answers = Arc::new(Mutex::new(cluster.host()));
-        let callback = {
-            let answers = Arc::clone(&answers);
-            move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
-                let host = answers.lock().map_err(|_| "host state poisoned")?.clone();
-                host(binding, namespace, operation, payload)
-            }
-        };
-        let host = WapcHost::new(Box::new(engine), Some(Box::new(callback)))
-            .context("waPC initialisation failed")?;
+        let host = self.0.instance(cluster.host())?;
         Ok(Instance {
             host,
-            answers,
             cluster: Mutex::new(cluster),
         })
     }
+}
+
+fn read_module(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 impl Instance {
@@ -118,17 +119,9 @@ impl Instance {
     /// error, as for an `AdmissionPolicy`.
     pub fn set_cluster(&self, cluster: Option<fixture::Cluster>) {
         let cluster = Recorder::new(cluster);
-        self.answer_host_calls_with(cluster.host());
+        self.host.answer_host_calls_with(cluster.host());
         if let Ok(mut installed) = self.cluster.lock() {
             *installed = cluster;
-        }
-    }
-
-    /// Answers the guest's host calls with `host` from now on; returns what answered them.
-    fn answer_host_calls_with(&self, host: HostFn) -> HostFn {
-        match self.answers.lock() {
-            Ok(mut answers) => std::mem::replace(&mut *answers, host),
-            Err(_) => host,
         }
     }
 
@@ -144,9 +137,7 @@ impl Instance {
     /// Calls a waPC function with raw bytes; an `Err` is what the policy server reports as a
     /// guest failure or trap.
     pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>> {
-        self.host
-            .call(function, payload)
-            .map_err(|e| anyhow::anyhow!("guest call `{function}` failed: {e}"))
+        self.host.call(function, payload)
     }
 
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<Response> {
@@ -172,9 +163,9 @@ impl Instance {
 impl Answerer for Instance {
     /// `validate`, `host` answering the guest's host calls for this call only.
     fn validate(&self, payload: &[u8], host: &HostFn) -> Result<Vec<u8>> {
-        let before = self.answer_host_calls_with(Arc::clone(host));
+        let before = self.host.answer_host_calls_with(Arc::clone(host));
         let answer = self.call("validate", payload);
-        self.answer_host_calls_with(before);
+        self.host.answer_host_calls_with(before);
         answer
     }
 

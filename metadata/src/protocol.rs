@@ -1,23 +1,26 @@
 //! Asks a module for its waPC protocol version, as `kwctl annotate` does: the module runs in
-//! wasmtime with WASI, behind the same waPC host crates as the end-to-end tests, and answers its
-//! `protocol_version` function. What it answers is what the policy server is told, so the
+//! wasmtime on `policy-host`'s lean waPC engine (the one `make preview` runs, held by the
+//! end-to-end tests to the policy server's answers), and answers its `protocol_version` function. What it answers is what the policy server is told, so the
 //! version in the metadata can never disagree with the module it describes.
 
 use anyhow::{Context, Result, anyhow, bail};
-use wapc::WapcHost;
-use wasmtime_provider::WasmtimeEngineProviderBuilder;
+use std::sync::Arc;
+
+use policy_host::{HostFn, Policy};
 
 use crate::metadata::ProtocolVersion;
 
 /// The protocol version `module` answers.
 pub fn protocol_version(module: &[u8]) -> Result<ProtocolVersion> {
-    let engine = WasmtimeEngineProviderBuilder::new()
-        .module_bytes(module)
-        .build()
-        .context("wasmtime cannot load the module")?;
-    let host = WapcHost::new(Box::new(engine), None)
+    let policy = Policy::from_bytes(module)?;
+    // protocol_version makes no host call; one would be refused.
+    let refused: HostFn = Arc::new(|_: &str, _: &str, _: &str, _: &[u8]| {
+        Err("the annotator answers no host calls".into())
+    });
+    let instance = policy
+        .instance(refused)
         .context("the module does not start as a waPC guest; is it a Kubewarden waPC policy?")?;
-    let answer = host.call("protocol_version", b"").map_err(|e| {
+    let answer = instance.call("protocol_version", b"").map_err(|e| {
         anyhow!("the module's protocol_version call failed ({e}); a Kubewarden waPC policy registers it with the SDK's protocol_version_guest")
     })?;
     match serde_json::from_slice(&answer) {

@@ -1,4 +1,6 @@
-//! `make preview`: runs the compiled policy on a pod and shows what it changes.
+//! `make preview`: runs the compiled policy on a pod and shows what it changes. The module runs
+//! on `policy-host`'s lean engine, which the e2e tests hold to the policy server's answers on
+//! every case; with no cluster, as for an `AdmissionPolicy`, its host calls are errors.
 //!
 //!     preview [--cloud aws|azure|gcp|oci|rdma] [--pod FILE] [--settings FILE] [--module FILE]
 //!
@@ -9,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use e2e_tests::{Policy, admission_request, default_module_path, pod_kind};
+use case_runner::cluster::Recorder;
+use case_runner::{Response, SettingsResponse, read_yaml};
+use fixtures::{admission_request, payload, pod_kind};
+use policy_host::Policy;
 use policy_metadata::annotate::annotation;
 use policy_payload::settings_block;
 
@@ -32,7 +37,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode> {
     let args = parse_args()?;
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let examples = repo_root().join("examples");
     let pod_path = args
         .pod
         .clone()
@@ -42,23 +47,26 @@ fn run() -> Result<ExitCode> {
             .join("settings")
             .join(format!("{}.yaml", args.cloud))
     });
-    let pod = e2e_tests::read_yaml(&pod_path)?;
-    let settings = settings_block(e2e_tests::read_yaml(&settings_path)?);
+    let pod = read_yaml(&pod_path)?;
+    let settings = settings_block(read_yaml(&settings_path)?);
 
     let module = std::fs::read(&args.module)
         .with_context(|| format!("cannot read {}", args.module.display()))?;
     // The policy server checks a module's metadata before it runs it: so does the preview.
     annotation(&module)
         .with_context(|| format!("the policy server would not load {}", args.module.display()))?;
-    let instance = Policy::from_bytes(&module)?.instance()?;
+    let instance = Policy::from_bytes(&module)?.instance(Recorder::new(None).host())?;
     println!("# settings: {}", settings_path.display());
-    let checked = instance.validate_settings(&settings)?;
+    let checked = SettingsResponse::decode(
+        &instance.call("validate_settings", &serde_json::to_vec(&settings)?)?,
+    )?;
     if !checked.valid {
         println!("settings rejected: {}", checked.message.unwrap_or_default());
         return Ok(ExitCode::from(1));
     }
     println!("# pod: {}\n", pod_path.display());
-    let response = instance.validate(&admission_request("CREATE", &pod_kind(), &pod), &settings)?;
+    let request = admission_request("CREATE", &pod_kind(), &pod);
+    let response = Response::decode(&instance.call("validate", &payload(&request, &settings))?)?;
     for warning in response.warnings.iter().flatten() {
         println!("warning: {warning}");
     }
@@ -86,7 +94,7 @@ fn parse_args() -> Result<Args> {
         cloud: "aws".into(),
         pod: None,
         settings: None,
-        module: default_module_path(),
+        module: repo_root().join("annotated-policy.wasm"),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -114,4 +122,8 @@ fn parse_args() -> Result<Args> {
         );
     }
     Ok(args)
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }

@@ -1,0 +1,94 @@
+//! The compiled policy, called through waPC in wasmtime as the Kubewarden policy server calls it.
+//!
+//! A [`Policy`] is the module compiled once; each [`Instance`] has its own linear memory, which
+//! lives as long as the instance does, as a policy server's does across requests. Two engines
+//! run it, both behind `wapc::WapcHost`:
+//!
+//! - the lean engine of this crate ([`Policy::from_bytes`], [`engine`]): wasmtime's runtime and
+//!   Cranelift, the waPC imports and the five WASI calls the module makes ([`wasi`]). The
+//!   annotator asks the module's protocol version with it and `make preview` runs it, so that a
+//!   first preview compiles a third of what the policy server's engine would;
+//! - any other `wapc` engine ([`Policy::with_engine`]): the end-to-end tests bring the policy
+//!   server's, `wasmtime-provider`, and hold the lean engine to its answers on every case.
+
+use std::error::Error;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, anyhow};
+use wapc::{WapcHost, WebAssemblyEngineProvider};
+
+pub mod engine;
+pub mod wasi;
+
+/// The error a host answers a guest's call with.
+pub type HostError = Box<dyn Error + Send + Sync>;
+
+/// What answers the guest's host calls: binding, namespace, operation and payload in, the answer
+/// or the host's error out.
+pub type HostFn =
+    Arc<dyn Fn(&str, &str, &str, &[u8]) -> Result<Vec<u8>, HostError> + Send + Sync + 'static>;
+
+/// Makes the engine of one instance.
+type Engines = dyn Fn() -> Result<Box<dyn WebAssemblyEngineProvider>> + Send + Sync;
+
+/// The policy module, compiled once.
+pub struct Policy {
+    engines: Box<Engines>,
+}
+
+/// One instance of the module.
+pub struct Instance {
+    host: WapcHost,
+    /// What answers the guest's host calls: the waPC callback asks it at each call.
+    answers: Arc<Mutex<HostFn>>,
+}
+
+impl Policy {
+    /// The module on the lean engine.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
+        let module = engine::LeanModule::new(bytes).context("wasmtime cannot load the module")?;
+        Ok(Policy::with_engine(move || Ok(Box::new(module.engine()))))
+    }
+
+    /// The module on another engine: `engines` makes one for each instance.
+    pub fn with_engine(
+        engines: impl Fn() -> Result<Box<dyn WebAssemblyEngineProvider>> + Send + Sync + 'static,
+    ) -> Policy {
+        Policy {
+            engines: Box::new(engines),
+        }
+    }
+
+    /// A new instance, initialised as a waPC guest, `host` answering its host calls.
+    pub fn instance(&self, host: HostFn) -> Result<Instance> {
+        let answers = Arc::new(Mutex::new(host));
+        let callback = {
+            let answers = Arc::clone(&answers);
+            move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
+                let host = answers.lock().map_err(|_| "host state poisoned")?.clone();
+                host(binding, namespace, operation, payload)
+            }
+        };
+        let host = WapcHost::new((self.engines)()?, Some(Box::new(callback)))
+            .context("the module does not start as a waPC guest")?;
+        Ok(Instance { host, answers })
+    }
+}
+
+impl Instance {
+    /// Calls a waPC function with raw bytes; an `Err` is what the policy server reports as a
+    /// guest failure or trap.
+    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        self.host
+            .call(function, payload)
+            .map_err(|e| anyhow!("guest call `{function}` failed: {e}"))
+    }
+
+    /// Answers the guest's host calls with `host` from now on; returns what answered them.
+    pub fn answer_host_calls_with(&self, host: HostFn) -> HostFn {
+        match self.answers.lock() {
+            Ok(mut answers) => std::mem::replace(&mut *answers, host),
+            Err(_) => host,
+        }
+    }
+}
