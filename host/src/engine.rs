@@ -14,19 +14,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use wapc::{ModuleState, WebAssemblyEngineProvider, wapc_functions as wapc_fn};
-use wasmtime::{
-    AsContextMut, Caller, Engine, Extern, InstancePre, Linker, Memory, Module, Store, TypedFunc,
-};
+use wasmtime::{Caller, Engine, InstancePre, Linker, Module, Store, TypedFunc};
 
+use crate::store::{State, host, read, text, write};
 use crate::wasi;
 
 type BoxError = Box<dyn Error + Send + Sync>;
-
-/// What a store holds for its instance: the protocol's state, once `WapcHost` hands it over.
-#[derive(Default)]
-pub(crate) struct State {
-    host: Option<Arc<ModuleState>>,
-}
 
 /// The module compiled and linked once; each [`LeanEngine`] instantiates it in a store of its own.
 #[derive(Clone)]
@@ -112,46 +105,6 @@ impl WebAssemblyEngineProvider for LeanEngine {
 
 fn wasm_error(e: wasmtime::Error) -> anyhow::Error {
     anyhow::anyhow!("{e:?}")
-}
-
-fn host(caller: &Caller<'_, State>) -> wasmtime::Result<Arc<ModuleState>> {
-    match &caller.data().host {
-        Some(host) => Ok(Arc::clone(host)),
-        None => wasmtime::bail!("the waPC host is not set before the guest runs"),
-    }
-}
-
-fn memory(caller: &mut Caller<'_, State>) -> wasmtime::Result<Memory> {
-    match caller.get_export("memory") {
-        Some(Extern::Memory(memory)) => Ok(memory),
-        _ => wasmtime::bail!("the guest exports no memory"),
-    }
-}
-
-/// `len` bytes of the guest's memory at `ptr`; out of bounds traps the guest.
-pub(crate) fn read(
-    caller: &mut Caller<'_, State>,
-    ptr: i32,
-    len: i32,
-) -> wasmtime::Result<Vec<u8>> {
-    let memory = memory(caller)?;
-    let mut bytes = vec![0; usize::try_from(len)?];
-    memory.read(&*caller, usize::try_from(ptr)?, &mut bytes)?;
-    Ok(bytes)
-}
-
-pub(crate) fn write(
-    caller: &mut Caller<'_, State>,
-    ptr: i32,
-    bytes: &[u8],
-) -> wasmtime::Result<()> {
-    let memory = memory(caller)?;
-    memory.write(caller.as_context_mut(), usize::try_from(ptr)?, bytes)?;
-    Ok(())
-}
-
-fn text(caller: &mut Caller<'_, State>, ptr: i32, len: i32) -> wasmtime::Result<String> {
-    Ok(String::from_utf8(read(caller, ptr, len)?)?)
 }
 
 fn link_wapc(linker: &mut Linker<State>) -> wasmtime::Result<()> {

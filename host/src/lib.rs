@@ -18,6 +18,7 @@ use anyhow::{Context, Result, anyhow};
 use wapc::{WapcHost, WebAssemblyEngineProvider};
 
 pub mod engine;
+mod store;
 pub mod wasi;
 
 /// The error a host answers a guest's call with.

@@ -5,7 +5,7 @@
 
 use wasmtime::{Caller, Linker};
 
-use crate::engine::{State, read, write};
+use crate::store::{State, read, write};
 
 /// WASI's `errno`: success, a bad file descriptor, an I/O error.
 const SUCCESS: i32 = 0;
