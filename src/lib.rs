@@ -4,7 +4,7 @@
 //!
 //! The flow of one request: [`admission`] checks the payload as UTF-8 once; [`json::envelope`]
 //! reads, in one pass, only the trigger's inputs of the pod and the settings onto a
-//! [`json::tape`]; [`trigger`] decides from the settings' trigger and owner keys alone. For a pod
+//! [`json::tape`]; [`admission::trigger`] decides from the settings' trigger and owner keys alone. For a pod
 //! the policy acts on, [`settings`] reads the rest of the settings into a [`settings::Config`]
 //! naming one cloud of [`clouds`]; [`json::object`] reads the pod a second time, parsing only
 //! what the merge touches; [`claims`] reads the DRA claims its containers name from the cluster,
@@ -24,7 +24,7 @@ pub mod clouds;
 pub mod engine;
 pub mod error;
 pub mod json;
-pub mod k8s_names;
+pub mod k8s;
 pub mod layers;
 pub mod machine;
 pub mod merge;
@@ -32,10 +32,8 @@ pub mod multus;
 pub mod placement;
 pub mod preflight;
 pub mod profile;
-pub mod quantity;
 pub mod ratio;
 pub mod settings;
-pub mod trigger;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::wapc_guest::{CallResult, register_function};

@@ -1,9 +1,10 @@
 //! The policy's two calls as pure functions from payload bytes to answer bytes: decode, dispatch,
-//! encode. Every input gets an answer; nothing here can trap the module. For a pod the policy
-//! would change, [`pod_security`] holds what it adds to the namespace's Pod Security level, and
+//! encode. Every input gets an answer; nothing here can trap the module. [`trigger`] decides
+//! whether the policy acts on a pod (behaviour.md §2). For a pod the policy would change, [`pod_security`] holds what it adds to the namespace's Pod Security level, and
 //! with `validateOnly` [`validate_only`] answers a refusal in place of the patch.
 
 pub mod pod_security;
+pub mod trigger;
 pub mod validate_only;
 
 use crate::json::tape::Tape;
@@ -17,7 +18,7 @@ use crate::json::lenient;
 use crate::json::object::{self, Object};
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config};
-use crate::trigger::{self, Decision};
+use trigger::Decision;
 
 /// The answer to one admission request.
 #[derive(Debug, PartialEq)]

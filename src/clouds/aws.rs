@@ -6,9 +6,9 @@ use super::{
     Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, SHARED_MEMORY_MOUNT, empty, per_gpu,
     per_gpu_key, shared_memory,
 };
-use crate::k8s_names::is_absolute_path;
+use crate::k8s::names::is_absolute_path;
+use crate::k8s::quantity::is_quantity;
 use crate::profile::{Device, EnvVar, Mount, Profile, Source, Volume, mount, var};
-use crate::quantity::is_quantity;
 
 pub const AWS: Cloud = Cloud {
     name: "aws",

@@ -6,7 +6,7 @@ use super::{
     Cloud, DEVICE_CLAIM, Fabric, Facts, Key, Kind, Machine, Param, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
     SHARED_MEMORY_MOUNT, empty, per_gpu, per_gpu_key, shared_memory,
 };
-use crate::k8s_names::{is_dns1123_subdomain, is_qualified_name_part};
+use crate::k8s::names::{is_dns1123_subdomain, is_qualified_name_part};
 use crate::profile::{Device, DeviceCount, EnvVar, Mount, Profile, Source, Volume, mount, var};
 
 pub const AZURE: Cloud = Cloud {

@@ -448,7 +448,7 @@ mod tests {
     //! The tables themselves: names unique, every mount backed by a declared volume, every string
     //! one the API server accepts, every key's change visible.
     use super::*;
-    use crate::k8s_names::{is_dns1123_subdomain, is_qualified_name, is_qualified_name_part};
+    use crate::k8s::names::{is_dns1123_subdomain, is_qualified_name, is_qualified_name_part};
     use crate::settings::profile_of;
     use serde_json::json;
     use std::collections::HashSet;
@@ -674,10 +674,10 @@ mod tests {
                     .iter()
                     .chain(facts.fabric_env.iter().flat_map(|f| f.1));
                 for (variable, _) in env {
-                    assert!(crate::k8s_names::is_env_name(variable), "{name}");
+                    assert!(crate::k8s::names::is_env_name(variable), "{name}");
                 }
                 for capability in facts.capabilities {
-                    assert!(crate::k8s_names::is_capability(capability), "{name}");
+                    assert!(crate::k8s::names::is_capability(capability), "{name}");
                 }
             }
         }

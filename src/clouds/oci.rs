@@ -6,7 +6,7 @@ use super::{
     Cloud, DEVICE_CLAIM, Fabric, Facts, Key, Kind, Machine, RDMA_BASE_HEAD, RDMA_BASE_TAIL,
     SHARED_MEMORY_MOUNT, empty, per_gpu, per_gpu_key, set_resource, shared_memory,
 };
-use crate::k8s_names::{is_extended_resource, is_network_reference};
+use crate::k8s::names::{is_extended_resource, is_network_reference};
 use crate::profile::{Device, EnvVar, Network, Profile, var};
 
 pub const OCI: Cloud = Cloud {

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use super::{
     Cloud, Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, per_gpu_key, set_resource, shared_memory,
 };
-use crate::k8s_names::is_extended_resource;
+use crate::k8s::names::is_extended_resource;
 use crate::profile::{
     Device, DeviceCount, HostDirectory, Mount, Network, Profile, Rail, Source, Volume,
 };

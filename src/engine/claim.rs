@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::json::lenient::Entry;
 use crate::json::object::{Node, Object};
 use crate::json::write::{push_string, render_string};
-use crate::k8s_names::is_dns1123_subdomain;
+use crate::k8s::names::is_dns1123_subdomain;
 use crate::merge::{Read, append, expect_read, items, names, object_entry};
 use crate::profile::{DeviceClaim, Profile, with_count};
 

@@ -12,12 +12,12 @@ use crate::json::JsonType;
 use crate::json::lenient::{Loose, Text};
 use crate::json::object::{Node, Object};
 use crate::json::write::{RenderedItems, compact, render_string};
+use crate::k8s::quantity::{self, Problem};
 use crate::merge::{
     Read, add_capabilities, add_env, add_mounts, added_capabilities, expect_read, json_text,
     object, object_entry, same_capability, set_if_absent, text,
 };
 use crate::profile::{DeviceCount, EnvVar, Mount, Profile};
-use crate::quantity::{self, Problem};
 
 /// The profile's per-container additions, with their JSON text.
 pub(super) struct Additions<'p, 'a> {

@@ -8,7 +8,7 @@ use super::reader::Reader;
 use crate::error::Path;
 use crate::json::JsonType;
 use crate::json::tape::Value;
-use crate::k8s_names::{is_absolute_path, is_dns1123_label, is_extended_resource};
+use crate::k8s::names::{is_absolute_path, is_dns1123_label, is_extended_resource};
 use crate::profile::{HostDirectory, Network, Rail};
 
 const NETWORK: &str = "a network attachment as name, namespace/name or {name, namespace} (lowercase letters, digits and '-')";
@@ -28,7 +28,7 @@ impl Reader {
         raw: Value<'_, 'a>,
     ) -> Option<Network<'a>> {
         if raw.json_type() == JsonType::String {
-            let valid = crate::k8s_names::is_network_reference;
+            let valid = crate::k8s::names::is_network_reference;
             return self.text(path, Some(raw), valid, NETWORK).map(Network);
         }
         let raw = self.object(path, raw, NETWORK, &["name", "namespace"])?;

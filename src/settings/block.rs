@@ -13,7 +13,7 @@ use crate::error::Path;
 use crate::json::JsonType;
 use crate::json::lenient::read;
 use crate::json::tape::{Tape, Value};
-use crate::k8s_names::{is_capability, is_qualified_name_part};
+use crate::k8s::names::{is_capability, is_qualified_name_part};
 use crate::layers::{Overlay, Set};
 use crate::merge::same_capability;
 use crate::ratio::Ratio;

@@ -8,7 +8,7 @@ use super::common::first_of_each;
 use super::reader::Reader;
 use crate::error::Path;
 use crate::json::tape::Value;
-use crate::k8s_names::is_dns1123_subdomain;
+use crate::k8s::names::is_dns1123_subdomain;
 
 pub const GPU_DEVICE_CLASSES: &str = "gpuDeviceClasses";
 pub const FABRIC_DEVICE_CLASSES: &str = "fabricDeviceClasses";

@@ -10,7 +10,7 @@ use crate::clouds;
 use crate::error::{Error, Path};
 use crate::json::JsonType;
 use crate::json::tape::{Tape, Value};
-use crate::k8s_names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
+use crate::k8s::names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
 use crate::preflight::Mode;
 
 /// The trigger keys when the settings name none: the NeMo Platform chart's, and NeMo Helix's,

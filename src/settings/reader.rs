@@ -11,7 +11,7 @@ use crate::error::Path;
 use crate::json::JsonType;
 use crate::json::tape::Value;
 use crate::json::write::render_string;
-use crate::k8s_names::{is_dns1123_label, is_dns1123_subdomain, is_env_name};
+use crate::k8s::names::{is_dns1123_label, is_dns1123_subdomain, is_env_name};
 use crate::profile::{DeviceClaim, EnvChange, with_count};
 use crate::ratio::{MAX_DECIMALS, Ratio};
 

@@ -2,7 +2,7 @@
 //! keep the input's own violations, never add one.
 
 use crate::claim_rules;
-use multinode_networking_policy::quantity;
+use multinode_networking_policy::k8s::quantity;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;

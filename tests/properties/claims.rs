@@ -9,7 +9,7 @@ use crate::generators::claims::{claim_answers, claim_host_answer, list};
 use crate::generators::pods::pod;
 use crate::generators::settings::valid_settings;
 use crate::run::{answer_of, opted_in, payload};
-use multinode_networking_policy::quantity;
+use multinode_networking_policy::k8s::quantity;
 use multinode_networking_policy::{admission, preflight};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

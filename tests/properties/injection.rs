@@ -11,7 +11,7 @@ use crate::run::evaluate;
 use crate::run::mutated_pod;
 use crate::run::payload;
 use multinode_networking_policy::admission;
-use multinode_networking_policy::quantity;
+use multinode_networking_policy::k8s::quantity;
 use proptest::prelude::*;
 use serde_json::Value;
 use serde_json::json;

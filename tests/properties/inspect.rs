@@ -3,7 +3,7 @@
 
 use crate::api_rules::as_list;
 use crate::generators::containers::DEFAULT_GPU_RESOURCES;
-use multinode_networking_policy::quantity;
+use multinode_networking_policy::k8s::quantity;
 use serde_json::Value;
 
 /// The resources the settings count GPUs from (`gpuResources`, behaviour.md §1.3).

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use super::{Accelerator, Cloud, Facts, Key, Kind, Machine};
 use crate::json::write::json_string;
-use crate::k8s_names::{is_dns1123_subdomain, is_image_reference};
+use crate::k8s::names::{is_dns1123_subdomain, is_image_reference};
 use crate::profile::Profile;
 
 pub const GCP: Cloud = Cloud {

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use super::{DAEMON_IMAGE, DEFAULT_INTERFACE, INTERFACES_ANNOTATION, daemon_devices, networks};
 use crate::clouds::{Fabric, Key, Kind, SHARED_MEMORY_MOUNT, empty, shared_memory};
 use crate::json::write::json_string;
-use crate::k8s_names::is_argv_item;
+use crate::k8s::names::is_argv_item;
 use crate::profile::{
     EnvVar, Interfaces, Mount, Profile, Sidecar, Source, Volume, WholeNode, mount, var,
 };

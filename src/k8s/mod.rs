@@ -1,0 +1,6 @@
+//! What the Kubernetes API itself defines, held here so that the policy checks it as the API
+//! server does: its name rules ([`names`]), which the settings are checked against when the
+//! policy server loads them, and its quantities ([`quantity`]), read exactly as device counts.
+
+pub mod names;
+pub mod quantity;
