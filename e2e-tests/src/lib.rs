@@ -32,7 +32,6 @@ pub use case_runner::{
 };
 
 pub mod admission_response;
-pub mod bare;
 
 /// The policy module, compiled once.
 pub struct Policy(policy_host::Policy);
@@ -138,6 +137,11 @@ impl Instance {
     /// guest failure or trap.
     pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>> {
         self.host.call(function, payload)
+    }
+
+    /// The size of the linear memory after the last call, on the lean engine ([`Policy::lean`]).
+    pub fn memory_size(&self) -> Option<usize> {
+        self.host.memory_size()
     }
 
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<Response> {

@@ -9,25 +9,19 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use e2e_tests::bare::BareModule;
-use e2e_tests::{Instance, Response, default_module_path, policy};
+use e2e_tests::{Instance, Policy, Response, default_module_path, policy};
 use fixtures::{TRIGGER, create_payload, volcano_worker};
 use serde_json::{Value, json};
 
 /// Far above the policy server's 2 s: a guard against quadratic blow-ups, not a benchmark.
 const LOOSE_BOUND: Duration = Duration::from_secs(10);
 
-fn bare_module() -> &'static BareModule {
-    static MODULE: OnceLock<BareModule> = OnceLock::new();
-    MODULE.get_or_init(|| {
-        let path = default_module_path();
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e}\n(run `make annotated-policy.wasm` first)",
-                path.display()
-            )
-        });
-        BareModule::from_bytes(&bytes).unwrap()
+/// The module on the lean engine, which tells the size of an instance's linear memory.
+fn lean_policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| {
+        Policy::lean(&default_module_path())
+            .unwrap_or_else(|e| panic!("{e:#}\n(run `make annotated-policy.wasm` first)"))
     })
 }
 
@@ -118,8 +112,9 @@ fn thousands_of_evaluations_keep_the_memory_size() {
         br#"{"aws": {"enabled": true, "efaDevicesPerGpu": 4}}"#.to_vec(),
     ));
 
-    let mut instance = bare_module().instance().unwrap();
-    let initial = instance.memory_size();
+    let instance = lean_policy().instance().unwrap();
+    let memory_size = || instance.memory_size().expect("the lean engine tells it");
+    let initial = memory_size();
     // The first round sizes the allocator's heap; later rounds must fit in it.
     let expected: Vec<Vec<u8>> = inputs
         .iter()
@@ -128,7 +123,7 @@ fn thousands_of_evaluations_keep_the_memory_size() {
     for (function, input) in &inputs {
         instance.call(function, input).unwrap();
     }
-    let warmed = instance.memory_size();
+    let warmed = memory_size();
 
     let rounds = 5000 / inputs.len() + 1;
     let started = Instant::now();
@@ -142,7 +137,7 @@ fn thousands_of_evaluations_keep_the_memory_size() {
         }
     }
     let calls = rounds * inputs.len();
-    let after = instance.memory_size();
+    let after = memory_size();
     eprintln!(
         "linear memory: {initial} bytes after instantiation, {warmed} after two rounds of {} \
          inputs, {after} after {calls} more calls ({:.2?})",

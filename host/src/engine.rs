@@ -11,10 +11,11 @@
 
 use std::error::Error;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use wapc::{ModuleState, WebAssemblyEngineProvider, wapc_functions as wapc_fn};
-use wasmtime::{Caller, Engine, InstancePre, Linker, Module, Store, TypedFunc};
+use wasmtime::{Caller, Engine, InstancePre, Linker, Memory, Module, Store, TypedFunc};
 
 use crate::store::{State, host, read, text, write};
 use crate::wasi;
@@ -33,6 +34,9 @@ pub struct LeanEngine {
     pre: InstancePre<State>,
     store: Store<State>,
     guest_call: Option<TypedFunc<(i32, i32), i32>>,
+    memory: Option<Memory>,
+    /// The size of the guest's linear memory after its last call, for whoever holds a clone.
+    memory_size: Arc<AtomicUsize>,
 }
 
 impl LeanModule {
@@ -54,6 +58,22 @@ impl LeanModule {
             pre: self.pre.clone(),
             store: Store::new(&self.engine, State::default()),
             guest_call: None,
+            memory: None,
+            memory_size: Arc::default(),
+        }
+    }
+}
+
+impl LeanEngine {
+    /// Where this instance tells the size of its linear memory after each call, in bytes.
+    pub fn memory_size(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.memory_size)
+    }
+
+    fn note_memory_size(&mut self) {
+        if let Some(memory) = self.memory {
+            let size = memory.data_size(&self.store);
+            self.memory_size.store(size, Ordering::Relaxed);
         }
     }
 }
@@ -77,6 +97,8 @@ impl WebAssemblyEngineProvider for LeanEngine {
             .map_err(wasm_error)
             .context("the module exports no __guest_call")?;
         self.guest_call = Some(guest_call);
+        self.memory = instance.get_memory(&mut self.store, "memory");
+        self.note_memory_size();
         Ok(())
     }
 
@@ -87,15 +109,17 @@ impl WebAssemblyEngineProvider for LeanEngine {
             .guest_call
             .as_ref()
             .ok_or("the module was not initialised")?;
-        match guest_call.call(&mut self.store, (operation_len, payload_len)) {
-            Ok(answer) => Ok(answer),
+        let answer = match guest_call.call(&mut self.store, (operation_len, payload_len)) {
+            Ok(answer) => answer,
             Err(trap) => {
                 if let Some(host) = &self.store.data().host {
                     host.set_guest_error(trap.to_string());
                 }
-                Ok(0)
+                0
             }
-        }
+        };
+        self.note_memory_size();
+        Ok(answer)
     }
 
     fn replace(&mut self, _bytes: &[u8]) -> Result<(), BoxError> {

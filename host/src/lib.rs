@@ -12,6 +12,7 @@
 //!   server's, `wasmtime-provider`, and hold the lean engine to its answers on every case.
 
 use std::error::Error;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, anyhow};
@@ -30,11 +31,17 @@ pub type HostFn =
     Arc<dyn Fn(&str, &str, &str, &[u8]) -> Result<Vec<u8>, HostError> + Send + Sync + 'static>;
 
 /// Makes the engine of one instance.
-type Engines = dyn Fn() -> Result<Box<dyn WebAssemblyEngineProvider>> + Send + Sync;
+type MakeEngine = dyn Fn() -> Result<Box<dyn WebAssemblyEngineProvider>> + Send + Sync;
 
 /// The policy module, compiled once.
-pub struct Policy {
-    engines: Box<Engines>,
+pub struct Policy(Engines);
+
+/// What the instances of a [`Policy`] run on.
+enum Engines {
+    /// The lean engine of [`engine`].
+    Lean(engine::LeanModule),
+    /// Another, made for each instance.
+    Other(Box<MakeEngine>),
 }
 
 /// One instance of the module.
@@ -42,22 +49,22 @@ pub struct Instance {
     host: WapcHost,
     /// What answers the guest's host calls: the waPC callback asks it at each call.
     answers: Arc<Mutex<HostFn>>,
+    /// The size of its linear memory after its last call, where the engine tells it.
+    memory_size: Option<Arc<AtomicUsize>>,
 }
 
 impl Policy {
     /// The module on the lean engine.
     pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
         let module = engine::LeanModule::new(bytes).context("wasmtime cannot load the module")?;
-        Ok(Policy::with_engine(move || Ok(Box::new(module.engine()))))
+        Ok(Policy(Engines::Lean(module)))
     }
 
     /// The module on another engine: `engines` makes one for each instance.
     pub fn with_engine(
         engines: impl Fn() -> Result<Box<dyn WebAssemblyEngineProvider>> + Send + Sync + 'static,
     ) -> Policy {
-        Policy {
-            engines: Box::new(engines),
-        }
+        Policy(Engines::Other(Box::new(engines)))
     }
 
     /// A new instance, initialised as a waPC guest, `host` answering its host calls.
@@ -70,9 +77,21 @@ impl Policy {
                 host(binding, namespace, operation, payload)
             }
         };
-        let host = WapcHost::new((self.engines)()?, Some(Box::new(callback)))
+        let (engine, memory_size): (Box<dyn WebAssemblyEngineProvider>, _) = match &self.0 {
+            Engines::Lean(module) => {
+                let engine = module.engine();
+                let memory_size = engine.memory_size();
+                (Box::new(engine), Some(memory_size))
+            }
+            Engines::Other(engines) => (engines()?, None),
+        };
+        let host = WapcHost::new(engine, Some(Box::new(callback)))
             .context("the module does not start as a waPC guest")?;
-        Ok(Instance { host, answers })
+        Ok(Instance {
+            host,
+            answers,
+            memory_size,
+        })
     }
 }
 
@@ -83,6 +102,13 @@ impl Instance {
         self.host
             .call(function, payload)
             .map_err(|e| anyhow!("guest call `{function}` failed: {e}"))
+    }
+
+    /// The size of the instance's linear memory after its last call, in bytes; `None` on an
+    /// engine that does not tell it (only the lean one does).
+    pub fn memory_size(&self) -> Option<usize> {
+        let size = self.memory_size.as_ref()?;
+        Some(size.load(Ordering::Relaxed))
     }
 
     /// Answers the guest's host calls with `host` from now on; returns what answered them.
