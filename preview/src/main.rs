@@ -124,6 +124,8 @@ fn parse_args() -> Result<Args> {
     Ok(args)
 }
 
+/// The repository, where the examples and `make`'s module are.
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    let preview = Path::new(env!("CARGO_MANIFEST_DIR"));
+    preview.parent().unwrap_or(preview).to_path_buf()
 }
