@@ -1,6 +1,4 @@
-//! `make preview`: runs the compiled policy on a pod and shows what it changes. The module runs
-//! on `policy-host`'s lean engine, which the e2e tests hold to the policy server's answers on
-//! every case; with no cluster, as for an `AdmissionPolicy`, its host calls are errors.
+//! `make preview`: runs the compiled policy on a pod and shows what it changes ([`preview`]).
 //!
 //!     preview [--cloud aws|azure|gcp|oci|rdma] [--pod FILE] [--settings FILE] [--module FILE]
 //!
@@ -11,12 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use case_runner::cluster::Recorder;
-use case_runner::{Response, SettingsResponse, read_yaml};
-use fixtures::{admission_request, payload, pod_kind};
-use policy_host::Policy;
-use policy_metadata::annotate::annotation;
+use case_runner::read_yaml;
 use policy_payload::settings_block;
+use preview::{Outcome, preview};
 
 struct Args {
     cloud: String,
@@ -49,32 +44,26 @@ fn run() -> Result<ExitCode> {
     });
     let pod = read_yaml(&pod_path)?;
     let settings = settings_block(read_yaml(&settings_path)?);
-
     let module = std::fs::read(&args.module)
         .with_context(|| format!("cannot read {}", args.module.display()))?;
-    // The policy server checks a module's metadata before it runs it: so does the preview.
-    annotation(&module)
-        .with_context(|| format!("the policy server would not load {}", args.module.display()))?;
-    let instance = Policy::from_bytes(&module)?.instance(Recorder::new(None).host())?;
+    let outcome =
+        preview(&module, &pod, &settings).with_context(|| args.module.display().to_string())?;
+
     println!("# settings: {}", settings_path.display());
-    let checked = SettingsResponse::decode(
-        &instance.call("validate_settings", &serde_json::to_vec(&settings)?)?,
-    )?;
-    if !checked.valid {
-        println!("settings rejected: {}", checked.message.unwrap_or_default());
-        return Ok(ExitCode::from(1));
-    }
-    println!("# pod: {}\n", pod_path.display());
-    let request = admission_request("CREATE", &pod_kind(), &pod);
-    let response = Response::decode(&instance.call("validate", &payload(&request, &settings))?)?;
-    for warning in response.warnings.iter().flatten() {
-        println!("warning: {warning}");
-    }
-    if !response.accepted {
-        println!("rejected: {}", response.message.unwrap_or_default());
-        return Ok(ExitCode::from(1));
-    }
-    match response.mutated_object {
+    let (warnings, mutated) = match outcome {
+        Outcome::SettingsRejected(message) => {
+            println!("settings rejected: {message}");
+            return Ok(ExitCode::from(1));
+        }
+        Outcome::Rejected { warnings, message } => {
+            print_warnings(&pod_path, &warnings);
+            println!("rejected: {message}");
+            return Ok(ExitCode::from(1));
+        }
+        Outcome::Accepted { warnings, mutated } => (warnings, mutated),
+    };
+    print_warnings(&pod_path, &warnings);
+    match mutated {
         None => println!("accepted unchanged"),
         Some(mutated) => {
             let patch = json_patch::diff(&pod, &mutated);
@@ -87,6 +76,13 @@ fn run() -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_warnings(pod_path: &Path, warnings: &[String]) {
+    println!("# pod: {}\n", pod_path.display());
+    for warning in warnings {
+        println!("warning: {warning}");
+    }
 }
 
 fn parse_args() -> Result<Args> {
