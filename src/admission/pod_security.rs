@@ -12,7 +12,7 @@
 //! nothing.
 
 use crate::engine::added::Added;
-use crate::error::Error;
+use crate::error::{Error, join};
 use crate::json::lenient::{Loose, Members, members, read, string};
 use crate::json::write::push_string;
 use crate::preflight::{GET, Host, Mode};
@@ -137,7 +137,7 @@ pub fn refused(level: Level, added: &Added<'_>) -> Vec<String> {
         if !refused.is_empty() {
             fields.push(format!(
                 "container {name} capabilities {}",
-                refused.join(" ")
+                join(&refused, " ")
             ));
         }
     }
@@ -162,7 +162,7 @@ pub fn check(
     let message = super::validate_only::one_line(format!(
         "multi-node networking: namespace {namespace} enforces the Pod Security level {} ({ENFORCE}), which refuses what the policy adds to this pod: {}; Pod Security admission will refuse the pod: label the namespace {ENFORCE}=privileged, or exempt it from Pod Security in the API server's admission configuration",
         level.name(),
-        fields.join(", ")
+        join(&fields, ", ")
     ));
     if mode == Mode::Reject {
         return Err(Error::Preflight {
