@@ -13,7 +13,7 @@
 
 use crate::engine::added::Added;
 use crate::error::{Error, join};
-use crate::json::lenient::{Loose, Members, members, read, string};
+use crate::json::lenient::{members, read_members, string};
 use crate::json::write::push_string;
 use crate::preflight::{GET, Host, Mode};
 
@@ -76,7 +76,7 @@ pub fn request(name: &str) -> Vec<u8> {
 /// label, a value Pod Security does not know, or an answer that is not that namespace.
 pub fn level(answer: &[u8], name: &str) -> Option<Level> {
     let text = std::str::from_utf8(answer).ok()?;
-    let namespace = read::<Loose<Members<'_>>>(text).ok()?.0;
+    let namespace = read_members(text).ok()?;
     if namespace.get("kind").and_then(string).as_deref() != Some("Namespace") {
         return None;
     }
