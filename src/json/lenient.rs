@@ -37,6 +37,11 @@ pub trait Lenient<'de>: Default {
     fn from_str(_text: Cow<'de, str>) -> Self {
         Self::default()
     }
+    /// A string that the parser unescaped into its own buffer, so not borrowed from the input:
+    /// a type that keeps strings copies it, and the others drop it without a copy being made.
+    fn from_copied(_text: &str) -> Self {
+        Self::default()
+    }
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(Self::default())
@@ -67,7 +72,7 @@ impl<'de, T: Lenient<'de>> Visitor<'de> for LenientVisitor<T> {
         Ok(T::from_str(Cow::Borrowed(v)))
     }
     fn visit_str<E>(self, v: &str) -> Result<T, E> {
-        Ok(T::from_str(Cow::Owned(v.to_string())))
+        Ok(T::from_copied(v))
     }
     fn visit_string<E>(self, v: String) -> Result<T, E> {
         Ok(T::from_str(Cow::Owned(v)))
@@ -114,6 +119,9 @@ pub fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
 impl<'a, 'de: 'a> Lenient<'de> for Text<'a> {
     fn from_str(text: Cow<'de, str>) -> Self {
         Text(Some(text))
+    }
+    fn from_copied(text: &str) -> Self {
+        Text(Some(Cow::Owned(text.to_string())))
     }
 }
 
