@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use crate::clouds::{ACCELERATOR_LABEL, Cloud, Fabric};
-use crate::error::Error;
+use crate::error::{Error, join};
 use crate::json::object::Object;
 use crate::layers::Overlay;
 use crate::merge::{Read, expect_read};
@@ -160,7 +160,7 @@ fn one_fabric(
             let names: Vec<&str> = several.iter().map(|f| f.name).collect();
             warnings.push(format!(
                 "multi-node networking not injected: the pod may run on machines of different fabrics ({}); name one machine type or GPU model per pod",
-                names.join(", ")
+                join(&names, ", ")
             ));
             None
         }

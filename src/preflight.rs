@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 use crate::error::Error;
-use crate::json::lenient::{Loose, Members, item_named, read};
+use crate::json::lenient::{item_named, read_members};
 use crate::json::write::push_string;
 use crate::profile::{Profile, Source};
 
@@ -253,7 +253,7 @@ pub fn request(kind: &ObjectKind, namespace: &str, name: &str) -> Vec<u8> {
 pub fn lists(answer: &[u8], name: &str) -> Option<bool> {
     let text = std::str::from_utf8(answer).ok()?;
     // Only an object with an `items` list is a list; anything else is an error of the host.
-    let list = read::<Loose<Members<'_>>>(text).ok()?.0.get("items")?;
+    let list = read_members(text).ok()?.get("items")?;
     if !list.get().starts_with('[') {
         return None;
     }

@@ -12,8 +12,8 @@
 //! nothing.
 
 use crate::engine::added::Added;
-use crate::error::Error;
-use crate::json::lenient::{Loose, Members, members, read, string};
+use crate::error::{Error, join};
+use crate::json::lenient::{members, read_members, string};
 use crate::json::write::push_string;
 use crate::preflight::{GET, Host, Mode};
 
@@ -76,7 +76,7 @@ pub fn request(name: &str) -> Vec<u8> {
 /// label, a value Pod Security does not know, or an answer that is not that namespace.
 pub fn level(answer: &[u8], name: &str) -> Option<Level> {
     let text = std::str::from_utf8(answer).ok()?;
-    let namespace = read::<Loose<Members<'_>>>(text).ok()?.0;
+    let namespace = read_members(text).ok()?;
     if namespace.get("kind").and_then(string).as_deref() != Some("Namespace") {
         return None;
     }
@@ -137,7 +137,7 @@ pub fn refused(level: Level, added: &Added<'_>) -> Vec<String> {
         if !refused.is_empty() {
             fields.push(format!(
                 "container {name} capabilities {}",
-                refused.join(" ")
+                join(&refused, " ")
             ));
         }
     }
@@ -162,7 +162,7 @@ pub fn check(
     let message = super::validate_only::one_line(format!(
         "multi-node networking: namespace {namespace} enforces the Pod Security level {} ({ENFORCE}), which refuses what the policy adds to this pod: {}; Pod Security admission will refuse the pod: label the namespace {ENFORCE}=privileged, or exempt it from Pod Security in the API server's admission configuration",
         level.name(),
-        fields.join(", ")
+        join(&fields, ", ")
     ));
     if mode == Mode::Reject {
         return Err(Error::Preflight {

@@ -6,6 +6,7 @@
 //! in its report.
 
 use crate::engine::added::{Added, Annotation, Container};
+use crate::error::join;
 
 /// The refusal of a pod the injector would change: `added` is what it would add, `cloud` and
 /// `fabric` what it would wire, `record` the annotation a wired pod carries (`None` when
@@ -14,11 +15,11 @@ pub fn refusal(added: &Added<'_>, cloud: &str, fabric: &str, record: Option<&str
     let mut parts: Vec<String> = added.containers.iter().map(container).collect();
     parts.extend(added.sidecar.iter().map(|d| format!("sidecar {}", d.name)));
     if !added.claims.is_empty() {
-        parts.push(format!("resource claim {}", added.claims.join(" ")));
+        parts.push(format!("resource claim {}", join(&added.claims, " ")));
     }
     if !added.volumes.is_empty() {
         let names: Vec<&str> = added.volumes.iter().map(|v| v.name).collect();
-        parts.push(format!("volumes {}", names.join(" ")));
+        parts.push(format!("volumes {}", join(&names, " ")));
     }
     parts.extend(added.annotations.iter().map(annotation));
     if parts.is_empty() {
@@ -30,7 +31,7 @@ pub fn refusal(added: &Added<'_>, cloud: &str, fabric: &str, record: Option<&str
     };
     let line = format!(
         "multi-node networking: this pod lacks the {cloud} {fabric} fabric the policy gives it: {}; {record} (validateOnly)",
-        parts.join("; ")
+        join(&parts, "; ")
     );
     one_line(line)
 }
@@ -43,20 +44,18 @@ fn container(c: &Container<'_>) -> String {
         .iter()
         .map(|r| format!("{} {}", r.name, r.quantity))
         .collect();
-    let names = |names: &[&str]| names.join(" ");
-    let cows = |cows: &[std::borrow::Cow<'_, str>]| cows.join(" ");
     for (what, names) in [
-        ("claim", c.claims.join(" ")),
-        ("env", cows(&c.env)),
-        ("mounts", names(&c.mounts)),
-        ("capabilities", cows(&c.capabilities)),
-        ("securityContext", names(&c.security)),
+        ("claim", join(&c.claims, " ")),
+        ("env", join(&c.env, " ")),
+        ("mounts", join(&c.mounts, " ")),
+        ("capabilities", join(&c.capabilities, " ")),
+        ("securityContext", join(&c.security, " ")),
     ] {
         if !names.is_empty() {
             items.push(format!("{what} {names}"));
         }
     }
-    format!("container {}: {}", c.name, items.join(", "))
+    format!("container {}: {}", c.name, join(&items, ", "))
 }
 
 /// An annotation the pod lacks; the Multus list by the attachments it lacks, by network:
@@ -70,7 +69,7 @@ fn annotation(annotation: &Annotation) -> String {
         .iter()
         .map(|a| format!("{}×{}", a.times, a.network))
         .collect();
-    format!("networks {}", counted.join(" "))
+    format!("networks {}", join(&counted, " "))
 }
 
 /// `text` with every line break and other control character a blank.

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::json::lenient::{Loose, Members, item_named, items, members, read, string};
+use crate::json::lenient::{Members, item_named, items, members, read_members, string};
 
 /// The devices of a claim that the policy counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,9 +60,9 @@ pub fn read_answer(answer: &[u8], name: &str, holder: Holder, classes: &Classes<
     let Ok(text) = std::str::from_utf8(answer) else {
         return Answer::Unreadable;
     };
-    let Some(list) = read::<Loose<Members<'_>>>(text)
+    let Some(list) = read_members(text)
         .ok()
-        .and_then(|list| list.0.get("items"))
+        .and_then(|list| list.get("items"))
         .filter(|list| list.get().starts_with('['))
     else {
         return Answer::Unreadable;

@@ -4,7 +4,7 @@
 //! nodes too small, a pod smaller than its node, a missing ComputeDomain claim, the sidecar's.
 //! Apart from the mutations so that each list reads at once; none of them changes the pod.
 
-use crate::error::Error;
+use crate::error::{Error, join};
 use crate::placement;
 use crate::preflight::Mode;
 use crate::profile::{Sidecar, Source, Volume};
@@ -39,8 +39,8 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Result<Vec<St
                 .collect();
             vec![format!(
                 "pod opted in to multi-node networking but none of its claims asks for a device of class {}, and no container requests {}; nothing was injected",
-                classes.join(" or "),
-                resources.join(" or ")
+                join(&classes, " or "),
+                join(&resources, " or ")
             )]
         }
         Declined::NoGpus { claims } => {
@@ -57,7 +57,7 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Result<Vec<St
             };
             vec![format!(
                 "pod opted in to multi-node networking but{through} no container requests {}{end}",
-                resources.join(" or ")
+                join(&resources, " or ")
             )]
         }
         Declined::Windows => vec![

@@ -37,6 +37,11 @@ pub trait Lenient<'de>: Default {
     fn from_str(_text: Cow<'de, str>) -> Self {
         Self::default()
     }
+    /// A string that the parser unescaped into its own buffer, so not borrowed from the input:
+    /// a type that keeps strings copies it, and the others drop it without a copy being made.
+    fn from_copied(_text: &str) -> Self {
+        Self::default()
+    }
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(Self::default())
@@ -67,7 +72,7 @@ impl<'de, T: Lenient<'de>> Visitor<'de> for LenientVisitor<T> {
         Ok(T::from_str(Cow::Borrowed(v)))
     }
     fn visit_str<E>(self, v: &str) -> Result<T, E> {
-        Ok(T::from_str(Cow::Owned(v.to_string())))
+        Ok(T::from_copied(v))
     }
     fn visit_string<E>(self, v: String) -> Result<T, E> {
         Ok(T::from_str(Cow::Owned(v)))
@@ -114,6 +119,9 @@ pub fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
 impl<'a, 'de: 'a> Lenient<'de> for Text<'a> {
     fn from_str(text: Cow<'de, str>) -> Self {
         Text(Some(text))
+    }
+    fn from_copied(text: &str) -> Self {
+        Text(Some(Cow::Owned(text.to_string())))
     }
 }
 
@@ -186,28 +194,52 @@ impl<'a, 'de: 'a> Lenient<'de> for Entry<'a> {
 #[derive(Debug, Default)]
 pub struct Members<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
 
+/// A value's parts as JSON text: an object's members or a list's items. Objects and lists are
+/// read by this one type because every reader type costs the module its own copy of the parser.
+#[derive(Default)]
+enum Parts<'a> {
+    Members(Members<'a>),
+    Items(Vec<&'a RawValue>),
+    #[default]
+    Neither,
+}
+
 impl<'a> Members<'a> {
     pub fn get(&self, key: &str) -> Option<&'a RawValue> {
         self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 }
 
-impl<'a, 'de: 'a> Lenient<'de> for Members<'a> {
+impl<'a, 'de: 'a> Lenient<'de> for Parts<'a> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut members = Vec::new();
         while let Some(Loose(Text(key))) = map.next_key::<Loose<Text<'de>>>()? {
             let value: &'de RawValue = map.next_value()?;
             members.push((key.unwrap_or_default(), value));
         }
-        Ok(Members(members))
+        Ok(Parts::Members(Members(members)))
     }
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
+            items.push(item);
+        }
+        Ok(Parts::Items(items))
+    }
+}
+
+/// The members of the object `json` is; none for any other value, an error for text that is
+/// not JSON.
+pub fn read_members(json: &str) -> serde_json::Result<Members<'_>> {
+    read::<Loose<Parts<'_>>>(json).map(|parts| match parts.0 {
+        Parts::Members(members) => members,
+        _ => Members::default(),
+    })
 }
 
 /// The members of an object; none for any other value.
 pub fn members(raw: &RawValue) -> Members<'_> {
-    read::<Loose<Members<'_>>>(raw.get())
-        .map(|members| members.0)
-        .unwrap_or_default()
+    read_members(raw.get()).unwrap_or_default()
 }
 
 /// The items of a list; none for any other value.
@@ -219,20 +251,10 @@ pub fn items(raw: &RawValue) -> Vec<&RawValue> {
 /// not JSON. (Read through [`Loose`], not as a `Vec`: serde's own list reader would link its
 /// "invalid type" message, and with it about 16 KB of float formatting.)
 pub fn list(json: &str) -> serde_json::Result<Option<Vec<&RawValue>>> {
-    read::<Loose<RawList<'_>>>(json).map(|list| list.0.0)
-}
-
-#[derive(Default)]
-struct RawList<'a>(Option<Vec<&'a RawValue>>);
-
-impl<'a, 'de: 'a> Lenient<'de> for RawList<'a> {
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<&'de RawValue>()? {
-            items.push(item);
-        }
-        Ok(RawList(Some(items)))
-    }
+    read::<Loose<Parts<'_>>>(json).map(|parts| match parts.0 {
+        Parts::Items(items) => Some(items),
+        _ => None,
+    })
 }
 
 /// The item of a list of Kubernetes objects (a list's `items`) whose `metadata.name` is `name`:

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use super::reader::{Reader, show};
 use super::{INSTANCE_TYPES, MAX_PER_GPU, Rows, UserRow};
 use crate::clouds::{Cloud, DEVICE_CLAIM_KEY, Fabric, Param};
-use crate::error::Path;
+use crate::error::{Path, join};
 use crate::json::JsonType;
 use crate::json::lenient::read;
 use crate::json::tape::{Tape, Value};
@@ -259,7 +259,7 @@ impl Reader {
             let names: Vec<&str> = cloud.fabrics.iter().map(|f| f.name).collect();
             self.errors.push(format!(
                 "{path}: must be one of {}, got {}",
-                names.join(", "),
+                join(&names, ", "),
                 show(raw)
             ));
         }

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::reader::{Reader, show};
 use super::{Common, GPU_RESOURCES, PREFLIGHT, RECORD, VALIDATE_ONLY, top};
 use crate::clouds;
-use crate::error::{Error, Path};
+use crate::error::{Error, Path, join};
 use crate::json::JsonType;
 use crate::json::tape::{Tape, Value};
 use crate::k8s::names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
@@ -182,7 +182,7 @@ impl Reader {
             .unwrap_or_else(|| {
                 self.errors.push(format!(
                     "{PREFLIGHT}: must be one of {}, got {}",
-                    Mode::NAMES.join(", "),
+                    join(&Mode::NAMES, ", "),
                     show(raw)
                 ));
                 Mode::default()

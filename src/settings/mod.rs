@@ -30,7 +30,7 @@ pub use rows::{Row, UserRow};
 use std::borrow::Cow;
 
 use crate::clouds::{self, Cloud, Fabric};
-use crate::error::{Error, Path};
+use crate::error::{Error, Path, join};
 use crate::json::JsonType;
 use crate::json::envelope::LAZY_SETTINGS;
 use crate::json::tape::{Tape, Value};
@@ -239,7 +239,7 @@ impl Reader {
                 let names: Vec<_> = enabled.iter().map(|c| c.cloud.name).collect();
                 self.errors.push(format!(
                     "{} are all enabled: enable exactly one cloud per policy",
-                    names.join(", ")
+                    join(&names, ", ")
                 ));
                 None
             }
@@ -271,7 +271,7 @@ fn top<'t, 'a>(tape: &'t Tape<'a>) -> Result<Value<'t, 'a>, Error> {
 
 fn cloud_names() -> String {
     let names: Vec<&str> = clouds::ALL.iter().map(|cloud| cloud.name).collect();
-    names.join(", ")
+    join(&names, ", ")
 }
 
 impl Reader {

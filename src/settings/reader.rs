@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::fmt::Display;
 
 use crate::clouds::{Kind, Param};
-use crate::error::Path;
+use crate::error::{Path, join};
 use crate::json::JsonType;
 use crate::json::tape::Value;
 use crate::json::write::render_string;
@@ -47,7 +47,7 @@ impl Reader {
         self.errors.push(format!(
             "{}: unknown key; the keys allowed {place} are {}",
             Path::Key(path, key),
-            allowed.join(", ")
+            join(allowed, ", ")
         ));
     }
 
