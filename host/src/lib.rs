@@ -8,8 +8,8 @@
 //! - the lean engine of this crate ([`Policy::from_bytes`], [`engine`]): wasmtime's runtime and
 //!   Cranelift, the waPC imports and the five WASI calls the module makes ([`wasi`]). The
 //!   annotator asks the module's protocol version with it and `make preview` runs it, so that a
-//!   first preview on 2 cores takes about 2¼ minutes (3½ minutes of CPU) rather than the 6 (11
-//!   of CPU) it took on the policy server's engine;
+//!   first preview on 2 cores takes about 2½ minutes (under 4 minutes of CPU) rather than the 6
+//!   (11 of CPU) it took on the policy server's engine;
 //! - any other `wapc` engine ([`Policy::with_engine`]): the end-to-end tests bring the policy
 //!   server's, `wasmtime-provider`, and hold the lean engine to its answers on every case.
 
