@@ -3,20 +3,20 @@
 //! `docs/behaviour.md`; the modules cite its sections.
 //!
 //! The flow of one request: [`admission`] checks the payload as UTF-8 once; [`json::envelope`]
-//! reads, in one pass, only the trigger's inputs of the pod and the settings onto a
-//! [`json::tape`]; [`admission::trigger`] decides from the settings' trigger and owner keys alone. For a pod
-//! the policy acts on, [`settings`] reads the rest of the settings into a [`settings::Config`]
-//! naming one cloud of [`clouds`]; [`json::object`] reads the pod a second time, parsing only
-//! what the merge touches; [`claims`] reads the DRA claims its containers name from the cluster,
-//! for the GPUs they hold; [`machine`] reads the machine the pod names, whose row and fabric
-//! decide the injection, a [`profile::Profile`] that [`layers`] builds from the fabric's table
-//! under the settings' and the machine's overlays; [`placement`] the device counts; [`engine`]
-//! merges the profile into the pod in named steps with the operations of [`merge`]; and the
-//! answer is the pod's own text with the additions spliced in. [`json`] holds every reader and
-//! the writer. For a pod it would change, [`admission::pod_security`] holds what the engine
-//! added ([`engine::added`]) to the namespace's Pod Security level, and with `validateOnly`
-//! [`admission::validate_only`] answers a refusal in place of the patch. This file only
-//! registers the two calls with the waPC host.
+//! reads, in one pass, only the trigger's inputs of the pod and the settings onto a [`json::tape`];
+//! [`admission::trigger`] decides from the settings' trigger and owner keys alone. For a pod the
+//! policy acts on, [`settings`] reads the rest of the settings into a [`settings::Config`] naming
+//! one cloud of [`clouds`]; [`json::object`] reads the pod a second time, parsing only what the
+//! merge touches; [`claims`] reads the DRA claims its containers name from the cluster, for the
+//! GPUs they hold; [`machine`] reads the machine the pod names, whose row and fabric decide the
+//! injection, a [`profile::Profile`] that [`layers`] builds from the fabric's table under the
+//! settings' and the machine's overlays; [`placement`] the device counts; [`engine`] merges the
+//! profile into the pod in named steps with the operations of [`merge`]; and the answer is the
+//! pod's own text with the additions spliced in. [`json`] holds every reader and the writer. For a
+//! pod it would change, [`admission::pod_security`] holds what the engine added ([`engine::added`])
+//! to the namespace's Pod Security level, and with `validateOnly` [`admission::validate_only`]
+//! answers a refusal in place of the patch. This file only registers the two calls with the waPC
+//! host.
 
 pub mod admission;
 pub mod claims;

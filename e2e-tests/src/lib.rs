@@ -76,7 +76,8 @@ impl Policy {
         Self::from_bytes(&read_module(path)?)
     }
 
-    /// The module on the policy server's engine, built as policy-evaluator builds it.
+    /// The module on the policy server's engine, `wasmtime-provider` (policy-evaluator's waPC
+    /// runtime), with its default configuration: the policy server adds execution deadlines.
     pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
         let pre = WasmtimeEngineProviderBuilder::new()
             .module_bytes(bytes)

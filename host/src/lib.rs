@@ -28,7 +28,9 @@ pub mod wasi;
 pub type HostError = Box<dyn Error + Send + Sync>;
 
 /// What answers the guest's host calls: binding, namespace, operation and payload in, the answer
-/// or the host's error out.
+/// or the host's error out. The same type as `case_runner::HostFn`, which the cases' fixture
+/// cluster is: named in both crates because neither may depend on the other (the case runner
+/// builds no wasmtime, and this crate reads no cases).
 pub type HostFn =
     Arc<dyn Fn(&str, &str, &str, &[u8]) -> Result<Vec<u8>, HostError> + Send + Sync + 'static>;
 

@@ -1,6 +1,7 @@
 //! The policy's two calls as pure functions from payload bytes to answer bytes: decode, dispatch,
 //! encode. Every input gets an answer; nothing here can trap the module. [`trigger`] decides
-//! whether the policy acts on a pod (behaviour.md §2). For a pod the policy would change, [`pod_security`] holds what it adds to the namespace's Pod Security level, and
+//! whether the policy acts on a pod (behaviour.md §2). For a pod the policy would change,
+//! [`pod_security`] holds what it adds to the namespace's Pod Security level, and
 //! with `validateOnly` [`validate_only`] answers a refusal in place of the patch.
 
 pub mod pod_security;
