@@ -3,20 +3,20 @@
 //! payloads it has read itself (with serde_json), and for those the answer must also be one it can
 //! read back as a value: the policy copies the pod's text it does not change, so a number
 //! serde_json refuses (`1e400`) in a payload it could never have sent comes back as it came.
-//! The pod read from the request's own text, where the first pass finds it, is the pod read from
-//! the whole payload.
+//! The pod read in the decision's pass, where its metadata says it may be opted in, is the pod
+//! read a second time from the payload.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use multinode_networking_policy::json::{envelope as peek, lenient, object as view};
+use multinode_networking_policy::json::{envelope as peek, object as view};
 use multinode_networking_policy::{admission, engine};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(envelope) = lenient::read::<peek::Envelope<'_>>(text)
-        && let Some(request) = envelope.request_text(text)
+        && let Ok(mut envelope) = peek::Envelope::read(text, &engine::POD)
+        && let Some(early) = envelope.request.object.as_mut().and_then(|pod| pod.view.take())
     {
         let written = |read: Result<view::Object<'_>, _>| {
             read.map(|pod| {
@@ -25,9 +25,9 @@ fuzz_target!(|data: &[u8]| {
                 out
             })
         };
-        let whole = written(view::read_object(text, &engine::POD));
-        let within = written(view::read_request_object(text, Some(request), &engine::POD));
-        assert_eq!(whole, within, "the request's text {request}");
+        let again = written(view::read_object(text, &engine::POD));
+        let early = written(early.into_object());
+        assert_eq!(again, early, "the pod of {text}");
     }
     let answer = admission::validate(data);
     serde_json::from_slice::<&RawValue>(&answer)

@@ -15,7 +15,6 @@ use crate::claims::{self, Memo};
 use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
-use crate::json::lenient;
 use crate::json::object::{self, Object};
 use crate::preflight::{self, Host};
 use crate::settings::{self, Common, Config};
@@ -76,7 +75,7 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
             });
         }
     };
-    let envelope: Envelope<'_> = match lenient::read(text) {
+    let mut envelope = match Envelope::read(text, &engine::POD) {
         Ok(envelope) => envelope,
         Err(e) => {
             return refuse(Error::Request {
@@ -84,6 +83,11 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
             });
         }
     };
+    let view = envelope
+        .request
+        .object
+        .as_mut()
+        .and_then(|pod| pod.view.take());
     let request = &envelope.request;
     let Some(pod) = request
         .object
@@ -101,17 +105,20 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
         Ok(common) => common,
         Err(e) => return refuse(e),
     };
-    match trigger::decide(&pod.0.0, &common) {
+    match trigger::decide(&pod.peek, &common) {
         Decision::Pass => accept(Vec::new()),
         Decision::PassWithWarning(warning) => accept(vec![warning]),
         Decision::Inject(warning) => match Config::from_tape(settings, common) {
             Ok(config) => {
                 // An empty namespace would list every namespace's objects.
                 let namespace = request.namespace.0.as_str().filter(|ns| !ns.is_empty());
-                let request = envelope.request_text(text);
+                let pod = match view {
+                    Some(view) => view.into_object(),
+                    None => object::read_object(text, &engine::POD),
+                };
                 inject(
-                    text,
-                    request,
+                    pod,
+                    text.len(),
                     &config,
                     warning,
                     namespace.map(|ns| (ns, host)),
@@ -122,19 +129,19 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
     }
 }
 
-/// Only an opted-in pod is read a second time: into a view that parses just what the merge reads
-/// and writes, from which the answer is written with the pod's own text for everything else.
-/// `request` is the text of the payload's request where the first pass found it, read instead of
-/// the payload: the settings that follow it were read in the first pass. `preflight` is the
-/// pod's namespace and the host that looks for what the injection refers to.
+/// An opted-in pod, read into a view that parses just what the merge reads and writes, from which
+/// the answer is written with the pod's own text for everything else: read in the decision's pass
+/// where its metadata came first and has an annotation `"true"`, as the API server writes an
+/// opted-in pod, else a second time. `size` is the payload's, which the answer is about. `preflight` is the pod's namespace and the host that looks for what the
+/// injection refers to.
 fn inject(
-    payload: &str,
-    request: Option<&str>,
+    pod: Result<Object<'_>, Error>,
+    size: usize,
     config: &Config<'_>,
     warning: Option<String>,
     preflight: Option<(&str, Host<'_>)>,
 ) -> Verdict {
-    let mut pod = match object::read_request_object(payload, request, &engine::POD) {
+    let mut pod = match pod {
         Ok(pod) => pod,
         Err(error) => return refuse(error),
     };
@@ -163,10 +170,7 @@ fn inject(
         (outcome, _) => outcome,
     };
     match outcome {
-        Ok(outcome) if outcome.changed() => {
-            let size = request.unwrap_or(payload).len();
-            answer_changed(&pod, size, outcome, config, preflight)
-        }
+        Ok(outcome) if outcome.changed() => answer_changed(&pod, size, outcome, config, preflight),
         Ok(Outcome { warnings, .. }) => accept(warnings),
         Err(error) => refuse(error),
     }

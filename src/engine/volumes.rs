@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use super::added;
 use crate::error::Error;
-use crate::json::lenient::{Entry, Loose, read};
+use crate::json::lenient::Entry;
 use crate::json::object::Object;
 use crate::json::write::RenderedItems;
 use crate::merge::{append, items, names, raw_items, same_volume};
@@ -27,17 +27,26 @@ pub(super) struct Volumes {
 
 impl Volumes {
     pub(super) fn read(spec: &Object<'_>, volumes: &[Volume<'_>]) -> Result<Self, Error> {
+        let theirs = items::<Entry<'_>>(spec, "volumes").map_err(|e| e.within("spec"))?;
+        // A volume's text is compared with ours only where the pod declares one of our names,
+        // which few pods do: the list is read a second time, as text, only then.
+        let mut texts = None;
         let mut existing = Vec::new();
         let mut conflicts = Vec::new();
-        for theirs in raw_items(spec, "volumes").map_err(|e| e.within("spec"))? {
-            let name = read::<Loose<Entry<'_>>>(theirs.get())
-                .ok()
-                .and_then(|named| named.0.name.0);
-            let Some(ours) = volumes.iter().find(|v| Some(v.name) == name.as_deref()) else {
+        for (at, entry) in theirs.iter().enumerate() {
+            let name = entry.name.as_str();
+            let Some(ours) = volumes.iter().find(|v| Some(v.name) == name) else {
                 continue;
             };
             existing.push(ours.name);
-            if !same_volume(ours, theirs.get()) {
+            let texts = match &mut texts {
+                Some(texts) => texts,
+                None => texts.insert(raw_items(spec, "volumes").map_err(|e| e.within("spec"))?),
+            };
+            if !texts
+                .get(at)
+                .is_some_and(|text| same_volume(ours, text.get()))
+            {
                 conflicts.push(ours.name);
             }
         }

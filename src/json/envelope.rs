@@ -1,15 +1,18 @@
-//! Reads only what the trigger needs from the admission payload, in one pass and without building
-//! the pod as a JSON tree: most pods in a cluster are not opted in, and for them this is all the
-//! work done. An opted-in pod is read a second time, by [`crate::json::object`].
+//! Reads what the trigger needs from the admission payload, in one pass and without building the
+//! pod as a JSON tree: most pods in a cluster are not opted in, and for them the pod's metadata is
+//! all that is read of it. A pod whose metadata says it may be opted in is read on, in the same
+//! pass, into the view the merge works on ([`crate::json::object::EarlyObject`]).
 //!
 //! Every reader here is lenient: a field of the wrong JSON type reads as absent instead of failing
 //! the whole decode, because a pod that is not ours must pass untouched whatever it holds.
 
 use std::borrow::Cow;
 
-use serde::de::{self, MapAccess};
+use serde::de::{self, DeserializeSeed, MapAccess};
 
-use crate::json::lenient::{Entry, Items, Lenient, Loose, Text, each_field, skip};
+use crate::json::Name;
+use crate::json::lenient::{self, Entry, Items, Loose, Text, each_field, skip};
+use crate::json::object::{EarlyObject, Node, Shape};
 use crate::json::tape::Tape;
 
 /// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`. The settings are
@@ -21,95 +24,52 @@ use crate::json::tape::Tape;
 pub struct Envelope<'a> {
     pub request: Request<'a>,
     pub settings: Option<Tape<'a>>,
-    /// Where the (last) `request` key ends and the key after it starts, as addresses of the
-    /// text the keys were read from, for [`Envelope::request_text`].
-    request_keys: (Option<usize>, Option<usize>),
 }
 
-impl Envelope<'_> {
-    /// The text of the `request` value within `payload`, the text this envelope was read from:
-    /// an opted-in pod is read a second time from there, without scanning the settings again.
-    /// Found from where the keys around it lie, which JSON's grammar makes exact (only blanks, a
-    /// colon or a comma, and a quote between a key and a value); `None` where a key was escaped
-    /// (not a slice of `payload`), and then the whole payload is read.
-    pub fn request_text<'t>(&self, payload: &'t str) -> Option<&'t str> {
-        let bytes = payload.as_bytes();
-        let base = payload.as_ptr() as usize;
-        let offset = |address: usize| {
-            address
-                .checked_sub(base)
-                .filter(|&offset| offset <= bytes.len())
+impl<'a> Envelope<'a> {
+    /// Reads a payload's envelope and, where the pod may be opted in, the pod as an object of
+    /// `view` ([`Pod::view`]), whose shape parses the metadata and its annotations.
+    ///
+    /// The view parses numbers the decision's pass otherwise skips: one no double holds fails
+    /// this read, and the payload is then read again without the view, so that the pod's second
+    /// read names the number, as it would for any pod read a second time.
+    pub fn read(payload: &'a str, view: &'static Shape) -> serde_json::Result<Envelope<'a>> {
+        let read = |early| {
+            let mut deserializer = serde_json::Deserializer::from_str(payload);
+            let envelope = Expect::<Envelope<'a>>::new(ENVELOPE, PodView { shape: view, early })
+                .deserialize(&mut deserializer)?;
+            deserializer.end().map(|()| envelope)
         };
-        let blank = |at: usize| matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r'));
-        let is = |at: usize, byte: u8| (bytes.get(at) == Some(&byte)).then_some(());
-        // After the key: its closing quote, blanks, the colon, blanks.
-        let mut from = offset(self.request_keys.0?)?;
-        is(from, b'"')?;
-        from += 1;
-        while blank(from) {
-            from += 1;
-        }
-        is(from, b':')?;
-        from += 1;
-        while blank(from) {
-            from += 1;
-        }
-        // Before the next key: blanks, the comma, blanks, its opening quote; or, for the last
-        // key, blanks, the envelope's closing brace, blanks.
-        let (mut to, end) = match self.request_keys.1 {
-            Some(next) => {
-                let quote = offset(next)?.checked_sub(1)?;
-                is(quote, b'"')?;
-                (quote, b',')
-            }
-            None => (bytes.len(), b'}'),
-        };
-        while to > from && blank(to - 1) {
-            to -= 1;
-        }
-        is(to.checked_sub(1)?, end)?;
-        to -= 1;
-        while to > from && blank(to - 1) {
-            to -= 1;
-        }
-        let text = payload.get(from..to)?;
-        (text.starts_with('{') && text.ends_with('}')).then_some(text)
+        read(true).or_else(|_| read(false))
     }
 }
 
-/// The parts of the AdmissionRequest the decision needs; of the object, only its metadata's
-/// annotations and owners. `object` is `None` when it is null (DELETE).
+/// The parts of the AdmissionRequest the decision needs; of the object, its metadata's
+/// annotations and owners, and the pod itself where it may be opted in. `object` is `None` when it
+/// is null (DELETE); any other value that is not an object reads as an empty pod.
 #[derive(Default)]
 pub struct Request<'a> {
     pub operation: Loose<Text<'a>>,
     pub kind: Loose<Entry<'a>>,
     /// The namespace the pod is created in: where preflight looks (behaviour.md §9).
     pub namespace: Loose<Text<'a>>,
-    pub object: Option<Loose<Pod<'a>>>,
+    pub object: Option<Pod<'a>>,
 }
 
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Envelope<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(Expect::<Envelope<'a>>::new("an object {\"request\": …}"))
-    }
-}
+const ENVELOPE: &str = "an object {\"request\": …}";
 
 impl<'a, 'de: 'a> Expected<'de> for Envelope<'a> {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+    fn from_map<A: MapAccess<'de>>(map: A, view: PodView) -> Result<Self, A::Error> {
         let mut envelope = Envelope::default();
         let mut request = false;
-        let mut after_request = false;
         each_field(map, |key, map| {
-            if std::mem::take(&mut after_request) {
-                envelope.request_keys.1 = Some(key.as_ptr() as usize);
-            }
             match key {
                 "request" => {
-                    envelope.request = map
-                        .next_value_seed(Expect::<Request<'a>>::new("`request` to be an object"))?;
+                    envelope.request = map.next_value_seed(Expect::<Request<'a>>::new(
+                        "`request` to be an object",
+                        view,
+                    ))?;
                     request = true;
-                    envelope.request_keys = (Some(key.as_ptr() as usize + key.len()), None);
-                    after_request = true;
                 }
                 "settings" => envelope.settings = Some(map.next_value::<Settings<'a>>()?.0),
                 _ => skip(map)?,
@@ -124,14 +84,14 @@ impl<'a, 'de: 'a> Expected<'de> for Envelope<'a> {
 }
 
 impl<'a, 'de: 'a> Expected<'de> for Request<'a> {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+    fn from_map<A: MapAccess<'de>>(map: A, view: PodView) -> Result<Self, A::Error> {
         let mut request = Request::default();
         each_field(map, |key, map| {
             match key {
                 "operation" => request.operation = map.next_value()?,
                 "kind" => request.kind = map.next_value()?,
                 "namespace" => request.namespace = map.next_value()?,
-                "object" => request.object = map.next_value()?,
+                "object" => request.object = map.next_value_seed(PodSeed(view))?,
                 _ => skip(map)?,
             }
             Ok(())
@@ -154,19 +114,22 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Settings<'a> {
 }
 
 /// A value that must be a JSON object; any other type is an error saying what was expected.
+/// `view` is how the pod is read.
 trait Expected<'de>: Sized {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+    fn from_map<A: MapAccess<'de>>(map: A, view: PodView) -> Result<Self, A::Error>;
 }
 
 struct Expect<T> {
     what: &'static str,
+    view: PodView,
     read: std::marker::PhantomData<T>,
 }
 
 impl<T> Expect<T> {
-    fn new(what: &'static str) -> Self {
+    fn new(what: &'static str, view: PodView) -> Self {
         Expect {
             what,
+            view,
             read: std::marker::PhantomData,
         }
     }
@@ -190,7 +153,7 @@ impl<'de, T: Expected<'de>> de::Visitor<'de> for Expect<T> {
         f.write_str(self.what)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-        T::from_map(map)
+        T::from_map(map, self.view)
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<T, A::Error> {
         self.wrong()
@@ -228,9 +191,48 @@ impl<'a> PodPeek<'a> {
     /// itself reads it inside the envelope's pass.)
     #[cfg(test)]
     pub fn from_json(object: &'a str) -> PodPeek<'a> {
-        serde_json::from_str::<Loose<Pod<'a>>>(object)
-            .map(|pod| pod.0.0)
-            .unwrap_or_default()
+        let mut deserializer = serde_json::Deserializer::from_str(object);
+        PodSeed(PodView {
+            shape: &tests::POD,
+            early: true,
+        })
+        .deserialize(&mut deserializer)
+        .ok()
+        .flatten()
+        .map(|pod| pod.peek)
+        .unwrap_or_default()
+    }
+
+    /// The decision's inputs in the metadata as the pod's view read it: the view's shape parses
+    /// the metadata and its annotations, and keeps the owner references as text.
+    fn of(metadata: &Node<'a>) -> PodPeek<'a> {
+        let Some(metadata) = metadata.as_object() else {
+            return PodPeek::default();
+        };
+        let annotations = match metadata.get("annotations") {
+            Some(Node::Object(annotations)) => annotations
+                .members()
+                .map(|(key, value)| (key.clone(), Text(value.raw().and_then(lenient::string))))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let owners = metadata.get("ownerReferences").and_then(Node::raw);
+        PodPeek {
+            annotations,
+            owners: owners.map_or_else(Vec::new, |raw| {
+                lenient::read::<Loose<Items<Entry<'a>>>>(raw.get())
+                    .map(|owners| owners.0.0)
+                    .unwrap_or_default()
+            }),
+        }
+    }
+
+    /// Whether some annotation is `"true"`, which any trigger needs to opt the pod in
+    /// (behaviour.md §2).
+    fn may_opt_in(&self) -> bool {
+        self.annotations
+            .iter()
+            .any(|(_, value)| value.as_str() == Some("true"))
     }
 
     pub fn annotation(&self, key: &str) -> Option<&Text<'a>> {
@@ -242,108 +244,196 @@ impl<'a> PodPeek<'a> {
     }
 }
 
-/// The pod object, of which only `metadata` is read.
+/// The pod object: its metadata for the decision and, where the pod may be opted in, the pod as
+/// the merge reads it.
 #[derive(Debug, Default)]
-pub struct Pod<'a>(pub PodPeek<'a>);
+pub struct Pod<'a> {
+    pub peek: PodPeek<'a>,
+    /// The pod read in this pass as an object of the view's shape, where the metadata came before
+    /// every member the shape parses and has an annotation `"true"`, which any trigger needs: it
+    /// is then not read a second time. `None` for most pods, which are read no further than
+    /// their metadata, and for a pod whose members come in another order.
+    pub view: Option<EarlyObject<'a>>,
+}
 
-impl<'a, 'de: 'a> Lenient<'de> for Pod<'a> {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut pod = Pod::default();
-        each_field(map, |key, map| match key {
-            "metadata" => {
-                pod.0 = map.next_value::<Loose<PodPeek<'a>>>()?.0;
-                Ok(())
+impl<'a> Pod<'a> {
+    fn read<'de: 'a, A: MapAccess<'de>>(mut map: A, view: PodView) -> Result<Self, A::Error> {
+        let shape = view.shape;
+        let mut pod = Pod {
+            peek: PodPeek::default(),
+            view: view.early.then(|| EarlyObject::new(shape)),
+        };
+        let mut may_opt_in = false;
+        while let Some(key) = map.next_key::<Name<'de>>()? {
+            if key.0 == "metadata" {
+                // A repeated metadata, after the view was given up, is read into one of its own.
+                let mut own = None;
+                let view = match pod.view.as_mut() {
+                    Some(view) => view,
+                    None => own.insert(EarlyObject::new(shape)),
+                };
+                pod.peek = PodPeek::of(view.read_member(key, &mut map)?);
+                may_opt_in = pod.peek.may_opt_in();
+                if !may_opt_in {
+                    pod.view = None;
+                }
+                continue;
             }
-            _ => skip(map),
-        })?;
+            // The view is kept while the pod may be opted in: up to the metadata, each member
+            // the shape keeps as text; after it, every member.
+            match pod.view.as_mut() {
+                Some(view) if may_opt_in || !view.parses(&key.0) => {
+                    view.read_member(key, &mut map)?;
+                }
+                _ => {
+                    pod.view = None;
+                    skip(&mut map)?;
+                }
+            }
+        }
         Ok(pod)
     }
 }
 
-/// The pod's metadata.
-impl<'a, 'de: 'a> Lenient<'de> for PodPeek<'a> {
-    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut metadata = PodPeek::default();
-        each_field(map, |key, map| {
-            match key {
-                "annotations" => {
-                    metadata.annotations = map.next_value::<Loose<Annotations<'a>>>()?.0.0
-                }
-                "ownerReferences" => {
-                    metadata.owners = map.next_value::<Loose<Items<Entry<'a>>>>()?.0.0
-                }
-                _ => skip(map)?,
-            }
-            Ok(())
-        })?;
-        Ok(metadata)
+/// How the pass reads the pod: its metadata as an object of `shape` and, where `early`, the pod
+/// too while it may be opted in.
+#[derive(Clone, Copy)]
+struct PodView {
+    shape: &'static Shape,
+    early: bool,
+}
+
+/// Reads `request.object`: `null` as `None`, any other value that is not an object as an empty
+/// pod.
+struct PodSeed(PodView);
+
+impl<'de> de::DeserializeSeed<'de> for PodSeed {
+    type Value = Option<Pod<'de>>;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Option<Pod<'de>>, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-#[derive(Default)]
-struct Annotations<'a>(Vec<(Cow<'a, str>, Text<'a>)>);
-
-impl<'a, 'de: 'a> Lenient<'de> for Annotations<'a> {
-    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut annotations = Vec::new();
-        while let Some(Loose(Text(Some(key)))) = map.next_key::<Loose<Text<'a>>>()? {
-            annotations.push((key, map.next_value::<Loose<Text<'a>>>()?.0));
-        }
-        Ok(Annotations(annotations))
+impl<'de> de::Visitor<'de> for PodSeed {
+    type Value = Option<Pod<'de>>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<Pod<'de>>, A::Error> {
+        Pod::read(map, self.0).map(Some)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Pod<'de>>, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(Some(Pod::default()))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Option<Pod<'de>>, E> {
+        Ok(Some(Pod::default()))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Option<Pod<'de>>, E> {
+        Ok(Some(Pod::default()))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Option<Pod<'de>>, E> {
+        Ok(Some(Pod::default()))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Option<Pod<'de>>, E> {
+        Ok(Some(Pod::default()))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Option<Pod<'de>>, E> {
+        Ok(Some(Pod::default()))
+    }
+    fn visit_unit<E>(self) -> Result<Option<Pod<'de>>, E> {
+        Ok(None)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::object::{Member, Object, read_object};
+
+    const TEXT: Shape = Shape::TEXT;
+    const METADATA: Shape = Shape {
+        members: &[("annotations", Member::Object(&TEXT))],
+    };
+    const SPEC: Shape = Shape {
+        members: &[("containers", Member::List(&TEXT))],
+    };
+    /// A pod's shape as the engine's reads the metadata: its annotations parsed.
+    pub(super) const POD: Shape = Shape {
+        members: &[
+            ("metadata", Member::Object(&METADATA)),
+            ("spec", Member::Object(&SPEC)),
+        ],
+    };
 
     fn peek(json: &str) -> PodPeek<'_> {
         PodPeek::from_json(json)
     }
 
+    fn read(payload: &str) -> serde_json::Result<Envelope<'_>> {
+        Envelope::read(payload, &POD)
+    }
+
+    fn payload(object: &str) -> String {
+        format!(
+            r#"{{"request": {{"operation": "CREATE", "object": {object}, "oldObject": null}}, "settings": {{}}}}"#
+        )
+    }
+
+    fn written(object: Result<Object<'_>, crate::error::Error>) -> Result<String, String> {
+        object
+            .map(|object| {
+                let mut out = Vec::new();
+                object.write(&mut out);
+                String::from_utf8(out).unwrap()
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    /// The view read in the decision's pass, if it was.
+    fn early(payload: &str) -> Option<Result<String, String>> {
+        let mut envelope = read(payload).unwrap();
+        let view = envelope.request.object.as_mut()?.view.take()?;
+        Some(written(view.into_object()))
+    }
+
     #[test]
-    fn the_request_text_is_found_between_its_keys() {
-        let object = r#"{"uid": "u", "object": {"a": "}, \"settings\": {"}}"#;
-        for (payload, found) in [
-            (
-                format!(r#"{{"request":{object},"settings":{{"x":1}}}}"#),
-                true,
-            ),
-            (
-                format!("{{\n  \"request\" :\t{object} ,\r\n \"settings\": {{}} }}\n"),
-                true,
-            ),
-            // Last, first, repeated (the last counts, as it does for the decision).
-            (
-                format!(r#"{{"settings":{{}}, "request": {object} }}"#),
-                true,
-            ),
-            (
-                format!(r#"{{"request": {{"uid": "old"}}, "request": {object}}}"#),
-                true,
-            ),
-            (
-                format!(r#"{{"x": [1], "request": {object}, "y": "request"}}"#),
-                true,
-            ),
-            // An escaped key is not the payload's own text: the whole payload is read instead.
-            (
-                format!(r#"{{"requ\u0065st": {object}, "settings": {{}}}}"#),
-                false,
-            ),
-            (
-                format!(r#"{{"request": {object}, "s\u0065ttings": {{}}}}"#),
-                false,
-            ),
+    fn a_pod_that_may_be_opted_in_is_read_once_as_a_second_read_would() {
+        for object in [
+            r#"{"apiVersion": "v1", "metadata": {"annotations": {"x": "true"}}, "spec": {"containers": [{"name": "a"}], "b": 2.50}, "status": {}}"#,
+            r#"{"metadata": {"annotations": {"x": "tr\u0075e", "y": "1"}, "name": "w"}, "spec": {"containers": null}}"#,
+            // A wrong type where the shape parses: the second read's rejection, the pass read on.
+            r#"{"metadata": {"annotations": {"x": "true"}}, "spec": {"containers": 5, "after": [1]}}"#,
+            r#"{"metadata": {"annotations": {"x": "true"}}, "spec": {"containers": [{}, "a", {}]}}"#,
         ] {
-            let envelope: Envelope<'_> = crate::json::lenient::read(&payload).unwrap();
-            let text = envelope.request_text(&payload);
-            assert_eq!(text, found.then_some(object), "{payload}");
+            let payload = payload(object);
+            let early = early(&payload).unwrap_or_else(|| panic!("not read early: {object}"));
+            assert_eq!(early, written(read_object(&payload, &POD)), "{object}");
         }
-        // Not the text the envelope was read from.
-        let payload = format!(r#"{{"request":{object}}}"#);
-        let envelope: Envelope<'_> = crate::json::lenient::read(&payload).unwrap();
-        assert_eq!(envelope.request_text(&payload.clone()), None);
+    }
+
+    #[test]
+    fn other_pods_are_read_no_further_than_their_metadata() {
+        for object in [
+            // No annotation "true": not the policy's, whatever the settings.
+            r#"{"metadata": {"annotations": {"x": "yes"}}, "spec": {"containers": []}}"#,
+            r#"{"metadata": {"annotations": ["true"]}, "spec": {"containers": []}}"#,
+            // A member the shape parses before the metadata: read again if it is the policy's.
+            r#"{"spec": {"containers": []}, "metadata": {"annotations": {"x": "true"}}}"#,
+            // The last metadata counts; the view was given up at the first.
+            r#"{"metadata": {}, "spec": {}, "metadata": {"annotations": {"x": "true"}}}"#,
+        ] {
+            let payload = payload(object);
+            assert_eq!(early(&payload), None, "{object}");
+        }
+        let repeated =
+            payload(r#"{"metadata": {}, "spec": {}, "metadata": {"annotations": {"x": "true"}}}"#);
+        let envelope = read(&repeated).unwrap();
+        let pod = &envelope.request.object.unwrap().peek;
+        assert_eq!(pod.annotation("x").and_then(Text::as_str), Some("true"));
     }
 
     #[test]
@@ -399,28 +489,22 @@ mod tests {
         let payload = r#"{"request": {"uid": "1", "operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                           "object": {"metadata": {"annotations": {"a": "b"}}, "spec": {"x": [1, 2.5]}}, "oldObject": null},
                           "settings": {"gcp": {"enabled": true}}}"#;
-        let envelope: Envelope<'_> = serde_json::from_str(payload).unwrap();
+        let envelope = read(payload).unwrap();
         assert_eq!(envelope.request.operation.0.as_str(), Some("CREATE"));
         assert_eq!(envelope.request.kind.0.kind.as_str(), Some("Pod"));
-        let pod = &envelope.request.object.as_ref().unwrap().0.0;
+        let pod = &envelope.request.object.as_ref().unwrap().peek;
         assert_eq!(pod.annotation("a").and_then(Text::as_str), Some("b"));
         let settings = envelope.settings.as_ref().unwrap().root();
         let gcp = settings.get("gcp").unwrap();
         assert_eq!(gcp.get("enabled").and_then(|e| e.as_bool()), Some(true));
-        let deleted: Envelope<'_> =
-            serde_json::from_str(r#"{"request": {"operation": "DELETE", "object": null}}"#)
-                .unwrap();
+        let deleted = read(r#"{"request": {"operation": "DELETE", "object": null}}"#).unwrap();
         assert!(deleted.request.object.is_none() && deleted.settings.is_none());
     }
 
     /// The payload's reader is written by hand: every wrong shape still gets its reason.
     #[test]
     fn a_payload_of_the_wrong_shape_says_what_was_expected() {
-        let reason = |payload: &str| {
-            serde_json::from_str::<Envelope<'_>>(payload)
-                .err()
-                .map(|e| e.to_string())
-        };
+        let reason = |payload: &str| read(payload).err().map(|e| e.to_string());
         assert_eq!(
             reason(r#"{"settings": {}}"#).as_deref(),
             Some("missing field `request` at line 1 column 16")
@@ -434,7 +518,7 @@ mod tests {
             Some("expected `request` to be an object at line 1 column 15")
         );
         // As in any JSON decoder, the last of repeated keys counts.
-        let envelope: Envelope<'_> = serde_json::from_str(
+        let envelope = read(
             r#"{"request": {"operation": "DELETE"}, "request": {"operation": "CREATE", "object": {}}, "settings": null}"#,
         )
         .unwrap();

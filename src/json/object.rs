@@ -173,6 +173,11 @@ impl<'a> Object<'a> {
         &mut self.members[at].1
     }
 
+    /// The members, in document order.
+    pub fn members(&self) -> impl Iterator<Item = (&Cow<'a, str>, &Node<'a>)> {
+        self.members.iter().map(|(k, v)| (&k.0, v))
+    }
+
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.members.iter().map(|(k, _)| k.0.as_ref())
     }
@@ -198,17 +203,59 @@ pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object
     read_object_at(payload, &["request", "object"], shape)
 }
 
-/// [`read_object`], from `request` where it is given: the text of the payload's `request` value,
-/// so that what follows it (the settings) is not scanned again. A value that cannot be read is
-/// read again from the payload, so that the message's line and column are the payload's.
-pub fn read_request_object<'a>(
-    payload: &'a str,
-    request: Option<&'a str>,
-    shape: &'static Shape,
-) -> Result<Object<'a>, Error> {
-    match request.map(|text| read_object_at(text, &["object"], shape)) {
-        None | Some(Err(Error::Unreadable { .. })) => read_object(payload, shape),
-        Some(read) => read,
+/// `request.object` read within the decision's pass, member by member, for a pod that may be the
+/// policy's, so that an opted-in pod is not read a second time ([`crate::json::envelope`] reads
+/// the metadata first, and goes on while its annotations say the pod may be opted in). A value
+/// of the wrong type where the shape parses is recorded, not an error: the pass reads on, since a
+/// pod that is not the policy's passes whatever it holds, and an opted-in one gets the rejection
+/// its second read would give.
+#[derive(Debug)]
+pub struct EarlyObject<'a> {
+    object: Object<'a>,
+    wrong_type: Option<Error>,
+}
+
+impl<'a> EarlyObject<'a> {
+    pub fn new(shape: &'static Shape) -> EarlyObject<'a> {
+        EarlyObject {
+            object: Object::of(shape),
+            wrong_type: None,
+        }
+    }
+
+    /// Whether the shape parses the member `key`, rather than keeping it as text.
+    pub fn parses(&self, key: &str) -> bool {
+        self.object.shape.member(key).is_some()
+    }
+
+    /// Reads the value of the member `key` as the shape reads it, and keeps it.
+    pub(crate) fn read_member<'de: 'a, A: MapAccess<'de>>(
+        &mut self,
+        key: Name<'de>,
+        map: &mut A,
+    ) -> Result<&Node<'a>, A::Error> {
+        let wrong_type = Cell::new(self.wrong_type.take());
+        let value = match self.object.shape.member(&key.0) {
+            Some(member) => map.next_value_seed(Seed {
+                member,
+                path: &Path::Key(&Path::Root, &key.0),
+                wrong_type: &wrong_type,
+                lenient: true,
+            })?,
+            None => Node::Raw(map.next_value()?),
+        };
+        self.wrong_type = wrong_type.into_inner();
+        self.object.members.push((key, value));
+        let (_, value) = &self.object.members[self.object.members.len() - 1];
+        Ok(value)
+    }
+
+    /// The object, or the rejection of its first value of the wrong type.
+    pub fn into_object(self) -> Result<Object<'a>, Error> {
+        match self.wrong_type {
+            Some(rejection) => Err(rejection),
+            None => Ok(self.object),
+        }
     }
 }
 
@@ -224,6 +271,7 @@ fn read_object_at<'a>(
         member: Member::Object(shape),
         path: &Path::Root,
         wrong_type: &wrong_type,
+        lenient: false,
     };
     let read = At {
         keys,
@@ -330,6 +378,8 @@ struct Seed<'p> {
     member: Member,
     path: &'p Path<'p>,
     wrong_type: &'p Cell<Option<Error>>,
+    /// Reads on past a value of the wrong type (as `null`) instead of stopping the parse.
+    lenient: bool,
 }
 
 impl<'de, 'p> DeserializeSeed<'de> for Seed<'p> {
@@ -348,11 +398,18 @@ impl Seed<'_> {
         }
     }
 
-    /// Records where the wrong type is, for the rejection, and stops the parse.
-    fn wrong<E: de::Error>(self) -> E {
-        self.wrong_type
-            .set(Some(malformed(&self.path.to_string(), self.expected())));
-        E::custom("wrong JSON type")
+    /// Records where the (first) wrong type is, for the rejection, and stops the parse; a lenient
+    /// read goes on, the value read as `null`.
+    fn wrong<E: de::Error>(self) -> Result<Node<'static>, E> {
+        let first = self
+            .wrong_type
+            .take()
+            .unwrap_or_else(|| malformed(&self.path.to_string(), self.expected()));
+        self.wrong_type.set(Some(first));
+        match self.lenient {
+            true => Ok(Node::Null),
+            false => Err(E::custom("wrong JSON type")),
+        }
     }
 }
 
@@ -365,7 +422,9 @@ impl<'de> Visitor<'de> for Seed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let Member::Object(shape) = self.member else {
-            return Err(self.wrong());
+            let node = self.wrong()?;
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(node);
         };
         // Room for a typical object's members: growing one member at a time copies them again
         // and again (a pod's objects have a handful to a dozen).
@@ -378,7 +437,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
                 Some(member) => map.next_value_seed(Seed {
                     member,
                     path: &Path::Key(self.path, &key.0),
-                    wrong_type: self.wrong_type,
+                    ..self
                 })?,
                 None => Node::Raw(map.next_value()?),
             };
@@ -389,13 +448,15 @@ impl<'de> Visitor<'de> for Seed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
         let Member::List(shape) = self.member else {
-            return Err(self.wrong());
+            let node = self.wrong()?;
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            return Ok(node);
         };
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(Seed {
             member: Member::Object(shape),
             path: &Path::Index(self.path, items.len()),
-            wrong_type: self.wrong_type,
+            ..self
         })? {
             items.push(item);
         }
@@ -407,23 +468,23 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
 
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node<'de>, E> {
-        Err(self.wrong())
+        self.wrong()
     }
 
     fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node<'de>, E> {
-        Err(self.wrong())
+        self.wrong()
     }
 
     fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node<'de>, E> {
-        Err(self.wrong())
+        self.wrong()
     }
 
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node<'de>, E> {
-        Err(self.wrong())
+        self.wrong()
     }
 
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Node<'de>, E> {
-        Err(self.wrong())
+        self.wrong()
     }
 }
 
