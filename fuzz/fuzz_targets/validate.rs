@@ -9,13 +9,13 @@
 
 use libfuzzer_sys::fuzz_target;
 use multinode_networking_policy::json::{envelope as peek, object as view};
-use multinode_networking_policy::{admission, engine};
+use multinode_networking_policy::{admission, engine, settings};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(mut envelope) = peek::Envelope::read(text, &engine::POD)
+        && let Ok(mut envelope) = peek::Envelope::read(text, &engine::POD, &settings::DEFAULT_TRIGGERS)
         && let Some(early) = envelope.request.object.as_mut().and_then(|pod| pod.view.take())
     {
         let written = |read: Result<view::Object<'_>, _>| {

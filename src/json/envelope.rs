@@ -1,7 +1,7 @@
 //! Reads what the trigger needs from the admission payload, in one pass and without building the
 //! pod as a JSON tree: most pods in a cluster are not opted in, and for them the pod's metadata is
-//! all that is read of it. A pod whose metadata says it may be opted in is read on, in the same
-//! pass, into the view the merge works on ([`crate::json::object::EarlyObject`]).
+//! all that is read of it. A pod whose metadata opts it in by a default trigger is read on, in the
+//! same pass, into the view the merge works on ([`crate::json::object::EarlyObject`]).
 //!
 //! Every reader here is lenient: a field of the wrong JSON type reads as absent instead of failing
 //! the whole decode, because a pod that is not ours must pass untouched whatever it holds.
@@ -27,17 +27,26 @@ pub struct Envelope<'a> {
 }
 
 impl<'a> Envelope<'a> {
-    /// Reads a payload's envelope and, where the pod may be opted in, the pod as an object of
-    /// `view` ([`Pod::view`]), whose shape parses the metadata and its annotations.
+    /// Reads a payload's envelope and, where the pod is opted in by one of `triggers`, the pod as
+    /// an object of `view` ([`Pod::view`]), whose shape parses the metadata and its annotations.
     ///
     /// The view parses numbers the decision's pass otherwise skips: one no double holds fails
     /// this read, and the payload is then read again without the view, so that the pod's second
     /// read names the number, as it would for any pod read a second time.
-    pub fn read(payload: &'a str, view: &'static Shape) -> serde_json::Result<Envelope<'a>> {
-        let read = |early| {
+    pub fn read(
+        payload: &'a str,
+        view: &'static Shape,
+        triggers: &'static [&'static str],
+    ) -> serde_json::Result<Envelope<'a>> {
+        let read = |early: bool| {
             let mut deserializer = serde_json::Deserializer::from_str(payload);
-            let envelope = Expect::<Envelope<'a>>::new(ENVELOPE, PodView { shape: view, early })
-                .deserialize(&mut deserializer)?;
+            let triggers = if early { triggers } else { &[] };
+            let view = PodView {
+                shape: view,
+                triggers,
+            };
+            let envelope =
+                Expect::<Envelope<'a>>::new(ENVELOPE, view).deserialize(&mut deserializer)?;
             deserializer.end().map(|()| envelope)
         };
         read(true).or_else(|_| read(false))
@@ -194,7 +203,7 @@ impl<'a> PodPeek<'a> {
         let mut deserializer = serde_json::Deserializer::from_str(object);
         PodSeed(PodView {
             shape: &tests::POD,
-            early: true,
+            triggers: &[],
         })
         .deserialize(&mut deserializer)
         .ok()
@@ -227,12 +236,11 @@ impl<'a> PodPeek<'a> {
         }
     }
 
-    /// Whether some annotation is `"true"`, which any trigger needs to opt the pod in
-    /// (behaviour.md §2).
-    fn may_opt_in(&self) -> bool {
-        self.annotations
+    /// Whether one of `triggers` is `"true"` (behaviour.md §2).
+    fn opted_in_by(&self, triggers: &[&str]) -> bool {
+        triggers
             .iter()
-            .any(|(_, value)| value.as_str() == Some("true"))
+            .any(|key| self.annotation(key).and_then(Text::as_str) == Some("true"))
     }
 
     pub fn annotation(&self, key: &str) -> Option<&Text<'a>> {
@@ -250,18 +258,19 @@ impl<'a> PodPeek<'a> {
 pub struct Pod<'a> {
     pub peek: PodPeek<'a>,
     /// The pod read in this pass as an object of the view's shape, where the metadata came before
-    /// every member the shape parses and has an annotation `"true"`, which any trigger needs: it
-    /// is then not read a second time. `None` for most pods, which are read no further than
-    /// their metadata, and for a pod whose members come in another order.
+    /// every member the shape parses and one of the triggers the pass was given (the default ones)
+    /// is `"true"` in it: it is then not read a second time. `None` for most pods, which are read
+    /// no further than their metadata, and for a pod opted in by other triggers or whose members
+    /// come in another order.
     pub view: Option<EarlyObject<'a>>,
 }
 
 impl<'a> Pod<'a> {
-    fn read<'de: 'a, A: MapAccess<'de>>(mut map: A, view: PodView) -> Result<Self, A::Error> {
-        let shape = view.shape;
+    fn read<'de: 'a, A: MapAccess<'de>>(mut map: A, reading: PodView) -> Result<Self, A::Error> {
+        let shape = reading.shape;
         let mut pod = Pod {
             peek: PodPeek::default(),
-            view: view.early.then(|| EarlyObject::new(shape)),
+            view: (!reading.triggers.is_empty()).then(|| EarlyObject::new(shape)),
         };
         let mut may_opt_in = false;
         while let Some(key) = map.next_key::<Name<'de>>()? {
@@ -273,7 +282,7 @@ impl<'a> Pod<'a> {
                     None => own.insert(EarlyObject::new(shape)),
                 };
                 pod.peek = PodPeek::of(view.read_member(key, &mut map)?);
-                may_opt_in = pod.peek.may_opt_in();
+                may_opt_in = pod.peek.opted_in_by(reading.triggers);
                 if !may_opt_in {
                     pod.view = None;
                 }
@@ -295,12 +304,12 @@ impl<'a> Pod<'a> {
     }
 }
 
-/// How the pass reads the pod: its metadata as an object of `shape` and, where `early`, the pod
-/// too while it may be opted in.
+/// How the pass reads the pod: its metadata as an object of `shape`, and the pod too while one of
+/// `triggers` may opt it in.
 #[derive(Clone, Copy)]
 struct PodView {
     shape: &'static Shape,
-    early: bool,
+    triggers: &'static [&'static str],
 }
 
 /// Reads `request.object`: `null` as `None`, any other value that is not an object as an empty
@@ -374,7 +383,7 @@ mod tests {
     }
 
     fn read(payload: &str) -> serde_json::Result<Envelope<'_>> {
-        Envelope::read(payload, &POD)
+        Envelope::read(payload, &POD, &["x"])
     }
 
     fn payload(object: &str) -> String {
@@ -418,8 +427,9 @@ mod tests {
     #[test]
     fn other_pods_are_read_no_further_than_their_metadata() {
         for object in [
-            // No annotation "true": not the policy's, whatever the settings.
+            // The trigger not "true": the policy's only if the settings name other triggers.
             r#"{"metadata": {"annotations": {"x": "yes"}}, "spec": {"containers": []}}"#,
+            r#"{"metadata": {"annotations": {"x": "true", "x": "no", "y": "true"}}, "spec": {}}"#,
             r#"{"metadata": {"annotations": ["true"]}, "spec": {"containers": []}}"#,
             // A member the shape parses before the metadata: read again if it is the policy's.
             r#"{"spec": {"containers": []}, "metadata": {"annotations": {"x": "true"}}}"#,

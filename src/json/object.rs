@@ -203,9 +203,9 @@ pub fn read_object<'a>(payload: &'a str, shape: &'static Shape) -> Result<Object
     read_object_at(payload, &["request", "object"], shape)
 }
 
-/// `request.object` read within the decision's pass, member by member, for a pod that may be the
-/// policy's, so that an opted-in pod is not read a second time ([`crate::json::envelope`] reads
-/// the metadata first, and goes on while its annotations say the pod may be opted in). A value
+/// `request.object` read within the decision's pass, member by member, for a pod that is likely
+/// the policy's, so that an opted-in pod is not read a second time ([`crate::json::envelope`]
+/// reads the metadata first, and goes on where a default trigger opts the pod in). A value
 /// of the wrong type where the shape parses is recorded, not an error: the pass reads on, since a
 /// pod that is not the policy's passes whatever it holds, and an opted-in one gets the rejection
 /// its second read would give.

@@ -13,10 +13,10 @@ use fixtures::admission_request;
 use fixtures::pod_kind;
 use multinode_networking_policy::admission;
 use multinode_networking_policy::admission::Verdict;
-use multinode_networking_policy::engine;
 use multinode_networking_policy::error::Error;
 use multinode_networking_policy::json::envelope::Envelope;
 use multinode_networking_policy::json::object::{self, Object};
+use multinode_networking_policy::{engine, settings};
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Value, json};
@@ -104,7 +104,7 @@ proptest! {
     fn a_pod_read_in_the_decisions_pass_is_the_pod_read_again((settings, pod) in case()) {
         let payload = fixtures::payload(&admission_request("CREATE", &pod_kind(), &pod), &settings);
         let text = std::str::from_utf8(&payload).unwrap();
-        let mut envelope = Envelope::read(text, &engine::POD).unwrap();
+        let mut envelope = Envelope::read(text, &engine::POD, &settings::DEFAULT_TRIGGERS).unwrap();
         if let Some(view) = envelope.request.object.as_mut().and_then(|pod| pod.view.take()) {
             prop_assert_eq!(written(view.into_object()), written(object::read_object(text, &engine::POD)));
         }
