@@ -3,11 +3,12 @@
 //! `docs/behaviour.md`; the modules cite its sections.
 //!
 //! The flow of one request: [`admission`] checks the payload as UTF-8 once; [`json::envelope`]
-//! reads, in one pass, only the trigger's inputs of the pod and the settings onto a [`json::tape`];
+//! reads, in one pass, the trigger's inputs of the pod, the settings onto a [`json::tape`] and,
+//! for a pod a default trigger opts in, the pod into a [`json::object`] view that parses only what
+//! the merge touches (any other opted-in pod is read into it a second time);
 //! [`admission::trigger`] decides from the settings' trigger and owner keys alone. For a pod the
 //! policy acts on, [`settings`] reads the rest of the settings into a [`settings::Config`] naming
-//! one cloud of [`clouds`]; [`json::object`] reads the pod a second time, parsing only what the
-//! merge touches; [`claims`] reads the DRA claims its containers name from the cluster, for the
+//! one cloud of [`clouds`]; [`claims`] reads the DRA claims its containers name from the cluster, for the
 //! GPUs they hold; [`machine`] reads the machine the pod names, whose row and fabric decide the
 //! injection, a [`profile::Profile`] that [`layers`] builds from the fabric's table under the
 //! settings' and the machine's overlays; [`placement`] the device counts; [`engine`] merges the

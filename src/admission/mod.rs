@@ -132,8 +132,8 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
 /// An opted-in pod, read into a view that parses just what the merge reads and writes, from which
 /// the answer is written with the pod's own text for everything else: read in the decision's pass
 /// where its metadata came first, as the API server writes a pod, and a default trigger opted it
-/// in, else a second time. `size` is the payload's, which the answer is about. `preflight` is the pod's namespace and the host that looks for what the
-/// injection refers to.
+/// in, else a second time. `size` is the payload's, which the answer is about. `preflight` is the
+/// pod's namespace and the host that looks for what the injection refers to.
 fn inject(
     pod: Result<Object<'_>, Error>,
     size: usize,

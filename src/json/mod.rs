@@ -1,8 +1,9 @@
 //! JSON, held four ways, each where it pays; every reader and the writer of the policy is here.
 //!
-//! - **The envelope** ([`envelope`]): the admission payload read in one pass, only the
-//!   trigger's inputs of the pod, with the settings onto a tape. Most pods are not opted in, and
-//!   for them this is all the work done.
+//! - **The envelope** ([`envelope`]): the admission payload read in one pass, the trigger's inputs
+//!   of the pod, with the settings onto a tape. Most pods are not opted in, and for them this is
+//!   all the work done; a pod a default trigger opts in is read on into its object (below) in the
+//!   same pass.
 //! - **Lenient readers** ([`lenient`]): serde visitors that read a field of the wrong type as
 //!   absent. The decision's pass and the lists the merge only reads and extends (env, mounts,
 //!   volumes, init containers) use them: a pod that is not the policy's must pass whatever it
@@ -12,7 +13,8 @@
 //!   with every request; a tree of `serde_json::Value` would allocate for every member.
 //! - **The pod's object** ([`object`]): an opted-in pod, parsed into objects only where the
 //!   merge reads or writes (its [`object::Shape`]), every other value kept as a slice of the
-//!   request's text and copied to the answer byte for byte. A debug-build check
+//!   request's text and copied to the answer byte for byte; read in the decision's pass
+//!   ([`object::EarlyObject`]), or a second time for a pod other triggers opt in. A debug-build check
 //!   ([`crate::merge::expect_read`]) fails every test that reads a member the shape does not
 //!   parse.
 //! - **The writer** ([`write`]): what the policy adds, rendered as JSON once per request (the
