@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use crate::json::envelope::{PodPeek, Request};
+use crate::json::lenient::Entry;
 use crate::settings::Common;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -32,7 +33,7 @@ pub fn is_pod_create(request: &Request<'_>) -> bool {
 pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
     let mut triggers = values(pod, &config.triggers);
     if !triggers.clone().any(|(_, value)| value == "true") {
-        return match triggers.find(|&(_, value)| near_miss(value)) {
+        return match triggers.find(|(_, value)| near_miss(value)) {
             Some((key, value)) => Decision::PassWithWarning(format!(
                 "annotation {key} is {value:?}; multi-node networking is injected only when it is exactly \"true\""
             )),
@@ -42,21 +43,21 @@ pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
     // The opt-out wins over the trigger: a job controller sets the trigger on every worker, and
     // a pod that brings its own wiring (an NCCL test, a debug pod) needs a way to stay untouched.
     let mut opt_outs = values(pod, &config.opt_outs);
-    if let Some((key, _)) = opt_outs.clone().find(|&(_, value)| value == "true") {
+    if let Some((key, _)) = opt_outs.clone().find(|(_, value)| value == "true") {
         return Decision::PassWithWarning(format!(
             "multi-node networking not injected: annotation {key} is \"true\", which keeps the policy off this pod"
         ));
     }
-    let warning = opt_outs.find(|&(_, value)| near_miss(value)).map(|(key, value)| {
+    let warning = opt_outs.find(|(_, value)| near_miss(value)).map(|(key, value)| {
         format!(
             "annotation {key} is {value:?}; a pod is kept out of multi-node networking only when it is exactly \"true\""
         )
     });
-    if owner_matches(pod, config) {
+    let owners = pod.owners();
+    if owner_matches(&owners, config) {
         Decision::Inject(warning)
     } else {
-        let owner = pod
-            .owners
+        let owner = owners
             .iter()
             .find_map(|o| Some((o.api_version.as_str()?, o.kind.as_str()?)));
         Decision::PassWithWarning(match owner {
@@ -74,9 +75,9 @@ pub fn decide(pod: &PodPeek<'_>, config: &Common<'_>) -> Decision {
 fn values<'p>(
     pod: &'p PodPeek<'_>,
     keys: &'p [Cow<'_, str>],
-) -> impl Iterator<Item = (&'p str, &'p str)> + Clone {
+) -> impl Iterator<Item = (&'p str, Cow<'p, str>)> + Clone {
     keys.iter()
-        .filter_map(|key| Some((key.as_ref(), pod.annotation(key)?.as_str()?)))
+        .filter_map(|key| Some((key.as_ref(), pod.annotation(key)?)))
 }
 
 /// A value someone who meant "true" might have written.
@@ -89,15 +90,15 @@ fn near_miss(value: &str) -> bool {
 
 /// Two independent conditions, as in the reference: some owner has a listed kind, and some owner
 /// has a listed API group. An empty list accepts any owner, or none.
-fn owner_matches(pod: &PodPeek<'_>, config: &Common<'_>) -> bool {
+fn owner_matches(owners: &[Entry<'_>], config: &Common<'_>) -> bool {
     let kind_ok = config.owner_kinds.is_empty()
-        || pod.owners.iter().any(|o| {
+        || owners.iter().any(|o| {
             o.kind
                 .as_str()
                 .is_some_and(|k| config.owner_kinds.iter().any(|want| want == k))
         });
     let group_ok = config.owner_groups.is_empty()
-        || pod.owners.iter().any(|o| {
+        || owners.iter().any(|o| {
             o.api_version.as_str().is_some_and(|v| {
                 let group = v.rsplit_once('/').map_or("", |(group, _)| group);
                 config.owner_groups.iter().any(|want| want == group)

@@ -11,6 +11,8 @@ use std::borrow::Cow;
 use serde::de::{self, DeserializeSeed, MapAccess};
 
 use crate::json::Name;
+use serde_json::value::RawValue;
+
 use crate::json::lenient::{self, Entry, Items, Loose, Text, each_field, skip};
 use crate::json::object::{EarlyObject, Node, Shape};
 use crate::json::tape::Tape;
@@ -187,12 +189,14 @@ impl<'de, T: Expected<'de>> de::Visitor<'de> for Expect<T> {
     }
 }
 
-/// What the trigger reads from the pod.
+/// What the trigger reads from the pod: its annotations and owner references, as the request's
+/// text, each decoded when the decision asks for it. Most pods are not opted in, and for them
+/// only the trigger and opt-out keys are decoded, and no owner reference.
 #[derive(Debug, Default)]
 pub struct PodPeek<'a> {
     /// In document order; a repeated key's last value is the one that counts, as in a full decode.
-    pub annotations: Vec<(Cow<'a, str>, Text<'a>)>,
-    pub owners: Vec<Entry<'a>>,
+    annotations: Vec<(Cow<'a, str>, &'a RawValue)>,
+    owners: Option<&'a RawValue>,
 }
 
 impl<'a> PodPeek<'a> {
@@ -213,7 +217,7 @@ impl<'a> PodPeek<'a> {
     }
 
     /// The decision's inputs in the metadata as the pod's view read it: the view's shape parses
-    /// the metadata and its annotations, and keeps the owner references as text.
+    /// the metadata and its annotations, and keeps their values and the owner references as text.
     fn of(metadata: &Node<'a>) -> PodPeek<'a> {
         let Some(metadata) = metadata.as_object() else {
             return PodPeek::default();
@@ -221,18 +225,13 @@ impl<'a> PodPeek<'a> {
         let annotations = match metadata.get("annotations") {
             Some(Node::Object(annotations)) => annotations
                 .members()
-                .map(|(key, value)| (key.clone(), Text(value.raw().and_then(lenient::string))))
+                .filter_map(|(key, value)| Some((key.clone(), value.raw()?)))
                 .collect(),
             _ => Vec::new(),
         };
-        let owners = metadata.get("ownerReferences").and_then(Node::raw);
         PodPeek {
             annotations,
-            owners: owners.map_or_else(Vec::new, |raw| {
-                lenient::read::<Loose<Items<Entry<'a>>>>(raw.get())
-                    .map(|owners| owners.0.0)
-                    .unwrap_or_default()
-            }),
+            owners: metadata.get("ownerReferences").and_then(Node::raw),
         }
     }
 
@@ -240,15 +239,23 @@ impl<'a> PodPeek<'a> {
     fn opted_in_by(&self, triggers: &[&str]) -> bool {
         triggers
             .iter()
-            .any(|key| self.annotation(key).and_then(Text::as_str) == Some("true"))
+            .any(|key| self.annotation(key).is_some_and(|value| value == "true"))
     }
 
-    pub fn annotation(&self, key: &str) -> Option<&Text<'a>> {
-        self.annotations
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+    /// The string value of the annotation `key`; `None` where the pod lacks it or its value is not
+    /// a string.
+    pub fn annotation(&self, key: &str) -> Option<Cow<'a, str>> {
+        let (_, value) = self.annotations.iter().rev().find(|(k, _)| k == key)?;
+        lenient::string(value)
+    }
+
+    /// The owner references, each read leniently; none where they are not a list.
+    pub fn owners(&self) -> Vec<Entry<'a>> {
+        self.owners.map_or_else(Vec::new, |raw| {
+            lenient::read::<Loose<Items<Entry<'a>>>>(raw.get())
+                .map(|owners| owners.0.0)
+                .unwrap_or_default()
+        })
     }
 }
 
@@ -443,7 +450,7 @@ mod tests {
             payload(r#"{"metadata": {}, "spec": {}, "metadata": {"annotations": {"x": "true"}}}"#);
         let envelope = read(&repeated).unwrap();
         let pod = &envelope.request.object.unwrap().peek;
-        assert_eq!(pod.annotation("x").and_then(Text::as_str), Some("true"));
+        assert_eq!(pod.annotation("x").as_deref(), Some("true"));
     }
 
     #[test]
@@ -452,18 +459,16 @@ mod tests {
             r#"{"spec": {"containers": [{"name": "x"}]}, "metadata": {"name": "w", "annotations": {"a": "1", "esc\"aped": "tr\u0075e"},
                "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "uid": "u"}, 7]}}"#,
         );
-        assert_eq!(pod.annotation("a").and_then(Text::as_str), Some("1"));
+        assert_eq!(pod.annotation("a").as_deref(), Some("1"));
+        assert_eq!(pod.annotation("esc\"aped").as_deref(), Some("true"));
+        let owners = pod.owners();
+        assert_eq!(owners.len(), 2);
+        assert_eq!(owners[0].kind.as_str(), Some("Job"));
         assert_eq!(
-            pod.annotation("esc\"aped").and_then(Text::as_str),
-            Some("true")
-        );
-        assert_eq!(pod.owners.len(), 2);
-        assert_eq!(pod.owners[0].kind.as_str(), Some("Job"));
-        assert_eq!(
-            pod.owners[0].api_version.as_str(),
+            owners[0].api_version.as_str(),
             Some("batch.volcano.sh/v1alpha1")
         );
-        assert_eq!(pod.owners[1].kind.as_str(), None);
+        assert_eq!(owners[1].kind.as_str(), None);
     }
 
     #[test]
@@ -478,12 +483,13 @@ mod tests {
         ] {
             let pod = peek(json);
             assert!(
-                pod.annotations.is_empty() && pod.owners.is_empty(),
+                pod.annotations.is_empty() && pod.owners().is_empty(),
                 "{json}"
             );
         }
         let pod = peek(r#"{"metadata": {"annotations": {"a": true, "b": {"c": 1}}}}"#);
-        assert_eq!(pod.annotation("a"), Some(&Text(None)));
+        assert_eq!(pod.annotation("a"), None);
+        assert_eq!(pod.annotations.len(), 2);
     }
 
     #[test]
@@ -491,7 +497,7 @@ mod tests {
         let pod = peek(
             r#"{"metadata": {"annotations": {"a": "1", "a": "2"}}, "metadata": {"annotations": {"a": "3"}}}"#,
         );
-        assert_eq!(pod.annotation("a").and_then(Text::as_str), Some("3"));
+        assert_eq!(pod.annotation("a").as_deref(), Some("3"));
     }
 
     #[test]
@@ -503,7 +509,7 @@ mod tests {
         assert_eq!(envelope.request.operation.0.as_str(), Some("CREATE"));
         assert_eq!(envelope.request.kind.0.kind.as_str(), Some("Pod"));
         let pod = &envelope.request.object.as_ref().unwrap().peek;
-        assert_eq!(pod.annotation("a").and_then(Text::as_str), Some("b"));
+        assert_eq!(pod.annotation("a").as_deref(), Some("b"));
         let settings = envelope.settings.as_ref().unwrap().root();
         let gcp = settings.get("gcp").unwrap();
         assert_eq!(gcp.get("enabled").and_then(|e| e.as_bool()), Some(true));
