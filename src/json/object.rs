@@ -234,16 +234,15 @@ impl<'a> EarlyObject<'a> {
         key: Name<'de>,
         map: &mut A,
     ) -> Result<&Node<'a>, A::Error> {
+        let shape = self.object.shape;
         let wrong_type = Cell::new(self.wrong_type.take());
-        let value = match self.object.shape.member(&key.0) {
-            Some(member) => map.next_value_seed(Seed {
-                member,
-                path: &Path::Key(&Path::Root, &key.0),
-                wrong_type: &wrong_type,
-                lenient: true,
-            })?,
-            None => Node::Raw(map.next_value()?),
+        let object = Seed {
+            member: Member::Object(shape),
+            path: &Path::Root,
+            wrong_type: &wrong_type,
+            lenient: true,
         };
+        let value = object.member(shape, &key.0, map)?;
         self.wrong_type = wrong_type.into_inner();
         self.object.members.push((key, value));
         let (_, value) = &self.object.members[self.object.members.len() - 1];
@@ -391,6 +390,24 @@ impl<'de, 'p> DeserializeSeed<'de> for Seed<'p> {
 }
 
 impl Seed<'_> {
+    /// Reads the value of the member `key` of this object, of `shape`: as the shape reads it, or
+    /// as text.
+    fn member<'de, A: MapAccess<'de>>(
+        self,
+        shape: &Shape,
+        key: &str,
+        map: &mut A,
+    ) -> Result<Node<'de>, A::Error> {
+        match shape.member(key) {
+            Some(member) => map.next_value_seed(Seed {
+                member,
+                path: &Path::Key(self.path, key),
+                ..self
+            }),
+            None => map.next_value().map(Node::Raw),
+        }
+    }
+
     fn expected(&self) -> JsonType {
         match self.member {
             Member::Object(_) => JsonType::Object,
@@ -433,14 +450,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             shape,
         };
         while let Some(key) = map.next_key::<Name<'de>>()? {
-            let value = match shape.member(&key.0) {
-                Some(member) => map.next_value_seed(Seed {
-                    member,
-                    path: &Path::Key(self.path, &key.0),
-                    ..self
-                })?,
-                None => Node::Raw(map.next_value()?),
-            };
+            let value = self.member(shape, &key.0, &mut map)?;
             object.members.push((key, value));
         }
         Ok(Node::Object(object))
