@@ -22,6 +22,7 @@
 pub mod admission;
 pub mod claims;
 pub mod clouds;
+pub mod compute_domain;
 pub mod engine;
 pub mod error;
 pub mod json;

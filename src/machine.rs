@@ -26,8 +26,11 @@ pub struct NodeFacts<'a> {
     /// The node's GPUs and NICs where every candidate machine knows them (the fewest).
     pub gpus: Option<u64>,
     pub nics: Option<u64>,
-    /// Some candidate machine is part of a multi-node NVLink domain.
+    /// Some candidate machine is part of a multi-node NVLink domain (its row says so).
     pub nvlink_domain: bool,
+    /// Some candidate machine is known not to be: a ComputeDomain's channel could never be
+    /// allocated there (behaviour.md §3.11). A machine no row speaks for is neither.
+    pub without_nvlink: bool,
     /// The fabric's volumes the pod does without: a DRA-only machine's (behaviour.md §3.8).
     pub dra_without: &'static [&'static str],
     /// The one machine the pod names, where the table has its row, and where the spec names it:
@@ -71,9 +74,10 @@ pub fn of<'a>(
             .into_iter()
             .min()
     };
-    let nvlink_domain = known
-        .iter()
-        .any(|row| row.machine.is_some_and(|m| m.nvlink_domain));
+    let nvlink_domain = known.iter().any(|row| row.nvlink == Some(true));
+    // A GPU model that names only a fabric (GKE's nvidia-h100-80gb) is never a rack-scale one.
+    let without_nvlink = known.iter().any(|row| row.nvlink == Some(false))
+        || named.fabric_only.iter().any(Option::is_some);
     let named = match (rows.as_slice(), named.fabric_only.is_empty(), named.source) {
         ([(name, Some(_))], true, Some(source)) => Some((name.clone(), source)),
         _ => None,
@@ -85,6 +89,7 @@ pub fn of<'a>(
         fabric,
         overlay,
         nvlink_domain,
+        without_nvlink,
         dra_without,
         named,
         warnings,

@@ -107,8 +107,25 @@ pub const RESOURCE_CLAIM: ObjectKind = ObjectKind {
     ),
 };
 
+/// The ComputeDomain a multi-node NVLink pod's IMEX channel comes from (behaviour.md §3.11): read
+/// for its channel template, never looked for after the injection.
+pub const COMPUTE_DOMAIN: ObjectKind = ObjectKind {
+    api_version: "resource.nvidia.com/v1beta1",
+    kind: "ComputeDomain",
+    creates: (
+        "create it before the job's pods: a ComputeDomain (resource.nvidia.com/v1beta1) with numNodes: 0 and spec.channel.resourceClaimTemplate.name, in namespace ",
+        " (README, \"Multi-node NVLink\")",
+    ),
+};
+
 /// Every kind the policy may look for: what `contextAwareResources` lists (a test compares them).
-pub const KINDS: &[&ObjectKind] = &[&TOPOLOGY, &NETWORK, &CLAIM_TEMPLATE, &RESOURCE_CLAIM];
+pub const KINDS: &[&ObjectKind] = &[
+    &TOPOLOGY,
+    &NETWORK,
+    &CLAIM_TEMPLATE,
+    &RESOURCE_CLAIM,
+    &COMPUTE_DOMAIN,
+];
 
 /// One object a pod's injection refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -155,7 +155,7 @@ fn inject(
         .as_ref()
         .map(|(namespace, _)| (*namespace, &host as Host<'_>));
     let claims = claims::read(&pod, config, preflight);
-    let outcome = engine::inject(&mut pod, config, &claims).map(|mut outcome| {
+    let outcome = engine::inject(&mut pod, config, &claims, preflight).map(|mut outcome| {
         outcome.warnings.splice(0..0, warning);
         outcome
     });

@@ -15,7 +15,16 @@ pub fn refusal(added: &Added<'_>, cloud: &str, fabric: &str, record: Option<&str
     let mut parts: Vec<String> = added.containers.iter().map(container).collect();
     parts.extend(added.sidecar.iter().map(|d| format!("sidecar {}", d.name)));
     if !added.claims.is_empty() {
-        parts.push(format!("resource claim {}", join(&added.claims, " ")));
+        let channel = added.channel.as_ref().map_or_else(String::new, |domain| {
+            format!(
+                " (the IMEX channel of ComputeDomain {}, from its template {})",
+                domain.object, domain.template
+            )
+        });
+        parts.push(format!(
+            "resource claim {}{channel}",
+            join(&added.claims, " ")
+        ));
     }
     if !added.volumes.is_empty() {
         let names: Vec<&str> = added.volumes.iter().map(|v| v.name).collect();
@@ -121,6 +130,7 @@ mod tests {
                 host_path: true,
             }],
             claims: vec![],
+            channel: None,
             annotations: vec![
                 Annotation {
                     key: "networking.gke.io/interfaces",
@@ -149,6 +159,28 @@ mod tests {
         assert_eq!(
             none,
             "multi-node networking: this pod lacks the gcp tcpxo fabric the policy gives it: what the policy adds; the policy writes no record on a wired pod (recordAnnotation is \"\") (validateOnly)"
+        );
+    }
+
+    #[test]
+    fn a_channel_names_its_compute_domain_and_template() {
+        let channel = "compute-domain-channel".to_string();
+        let added = Added {
+            containers: vec![Container {
+                name: "worker".into(),
+                claims: vec!["efa".into(), channel.clone()],
+                ..Container::default()
+            }],
+            claims: vec!["efa".into(), channel],
+            channel: Some(crate::compute_domain::Domain {
+                object: "jobs/llama".into(),
+                template: "llama-channel".into(),
+            }),
+            ..Added::default()
+        };
+        assert_eq!(
+            refusal(&added, "aws", "efa", Some("r")),
+            "multi-node networking: this pod lacks the aws efa fabric the policy gives it: container worker: claim efa compute-domain-channel; resource claim efa compute-domain-channel (the IMEX channel of ComputeDomain jobs/llama, from its template llama-channel); a pod the policy wired carries the annotation r (validateOnly)"
         );
     }
 

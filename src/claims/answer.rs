@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use crate::compute_domain::CHANNEL_CLASS;
 use crate::json::lenient::{Members, item_named, items, members, read_members, string};
 
 /// The devices of a claim that the policy counts.
@@ -21,6 +22,9 @@ pub struct Counted {
     pub fabric: bool,
     /// The GPU class (its index among the settings') of the first request counted.
     pub class: Option<usize>,
+    /// Some request is of a ComputeDomain's channel class: the claim is the pod's IMEX channel
+    /// (behaviour.md §3.11).
+    pub channel: bool,
 }
 
 impl Counted {
@@ -95,6 +99,7 @@ fn devices(spec: &RawValue, classes: &Classes<'_>) -> Option<Counted> {
         if let Some(exactly) = request.get("exactly").filter(|e| !is_null(e)) {
             let wanted = wanted(exactly, classes)?;
             found.fabric |= wanted.fabric;
+            found.channel |= wanted.channel;
             found.class = found.class.or(wanted.class);
             match wanted.gpus {
                 Some(Count::Exact(n)) => found.gpus = found.gpus.saturating_add(n),
@@ -107,6 +112,7 @@ fn devices(spec: &RawValue, classes: &Classes<'_>) -> Option<Counted> {
             for alternative in list(alternatives)? {
                 let wanted = wanted(alternative, classes)?;
                 found.fabric |= wanted.fabric;
+                found.channel |= wanted.channel;
                 if wanted.gpus > largest {
                     largest = wanted.gpus;
                     found.class = found.class.or(wanted.class);
@@ -132,6 +138,7 @@ enum Count {
 struct Wanted {
     gpus: Option<Count>,
     fabric: bool,
+    channel: bool,
     class: Option<usize>,
 }
 
@@ -144,10 +151,12 @@ fn wanted(request: &RawValue, classes: &Classes<'_>) -> Option<Wanted> {
     };
     let class = class.as_deref().unwrap_or("");
     let fabric = classes.fabric.iter().any(|c| c == class);
+    let channel = class == CHANNEL_CLASS;
     let Some(index) = classes.gpu.iter().position(|c| c == class) else {
         return Some(Wanted {
             gpus: None,
             fabric,
+            channel,
             class: None,
         });
     };
@@ -166,6 +175,7 @@ fn wanted(request: &RawValue, classes: &Classes<'_>) -> Option<Wanted> {
     Some(Wanted {
         gpus: Some(gpus),
         fabric,
+        channel,
         class: Some(index),
     })
 }
@@ -222,6 +232,7 @@ mod tests {
             all,
             fabric,
             class,
+            channel: false,
         })
     }
 
@@ -246,9 +257,14 @@ mod tests {
         assert_eq!(devices_of(first), found(8, 0, false));
         let first_all = r#"[{"name":"gpus","firstAvailable":[{"name":"a","deviceClassName":"gpu.nvidia.com","count":2},{"name":"b","deviceClassName":"gpu.nvidia.com","allocationMode":"All"}]}]"#;
         assert_eq!(devices_of(first_all), found(0, 1, false));
-        // A ComputeDomain channel, as the driver's controller writes its template.
+        // A ComputeDomain channel, as the driver's controller writes its template: no GPUs, the
+        // pod's IMEX channel.
         let channel = r#"[{"name":"channel","exactly":{"deviceClassName":"compute-domain-default-channel.nvidia.com"}}]"#;
-        assert_eq!(devices_of(channel), found(0, 0, false));
+        let is_channel = Answer::Found(Counted {
+            channel: true,
+            ..Counted::default()
+        });
+        assert_eq!(devices_of(channel), is_channel);
         // dranet's gpu-efa-aligned: a GPU and its EFA NIC.
         let aligned = r#"[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":1}},{"name":"efa","exactly":{"deviceClassName":"efa.networking.k8s.aws","count":1}}]"#;
         assert_eq!(devices_of(aligned), found(1, 0, true));

@@ -119,7 +119,8 @@ impl<'a> PodClaims<'a> {
 
 /// Reads the claims the containers of the opted-in `pod` name, each object once, through `host`
 /// in `namespace` (`None`: no namespace, or no host). Nothing is read when no container names a
-/// claim, or when the settings list no device class at all. Never fails: a pod malformed where
+/// claim, or when the settings list no device class at all and give no `computeDomain` (whose
+/// channel a claim may be already). Never fails: a pod malformed where
 /// this looks is refused by the engine, with its own message.
 pub fn read<'a>(
     pod: &Object<'a>,
@@ -131,7 +132,7 @@ pub fn read<'a>(
         claims: Vec::new(),
         namespace: cluster.map(|(namespace, _)| namespace.to_string()),
     };
-    if classes.gpu.is_empty() && classes.fabric.is_empty() {
+    if classes.gpu.is_empty() && classes.fabric.is_empty() && config.compute_domain.is_none() {
         return found;
     }
     let Some(spec) = object(pod, "spec").ok().flatten() else {

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use crate::compute_domain::Domain;
 use crate::multus::Attached;
 
 /// Everything the injection added, in the order the wire step added it.
@@ -18,6 +19,8 @@ pub struct Added<'a> {
     pub volumes: Vec<NewVolume>,
     /// `spec.resourceClaims` the pod gained, by name.
     pub claims: Vec<String>,
+    /// The ComputeDomain whose channel the last of `claims` is, where the pod gained one.
+    pub channel: Option<Domain>,
     /// The annotations the pod gained or whose value the policy extended; the record is left
     /// out.
     pub annotations: Vec<Annotation>,

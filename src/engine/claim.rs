@@ -94,51 +94,61 @@ impl<'c> Claim<'c> {
         let name = name.to_string();
         let mut pod_claim = None;
         if ours.is_none() {
-            let mut item = String::from("{\"name\":");
-            push_string(&mut item, &name);
-            item.push_str(",\"resourceClaimTemplateName\":");
-            push_string(&mut item, &template);
-            item.push('}');
-            append(spec, "resourceClaims", item).map_err(|e| e.within("spec"))?;
+            append(spec, "resourceClaims", pod_claim_item(&name, &template))
+                .map_err(|e| e.within("spec"))?;
             pod_claim = Some(name.clone());
         }
-        let mut entry = String::from("{\"name\":");
-        push_string(&mut entry, &name);
-        entry.push('}');
-        expect_read(spec, "containers", Read::List);
-        let template = from_template.then_some(template);
-        let mut named_in = vec![false; gpu_containers.len()];
-        let Some(Node::List(containers)) = spec.get_mut("containers") else {
-            return Ok(Claimed {
-                name,
-                pod_claim,
-                named_in,
-                others,
-                template,
-            });
-        };
-        for (gpu, named) in gpu_containers.iter().zip(&mut named_in) {
-            let Some(Node::Object(container)) = containers.get_mut(gpu.index) else {
-                continue;
-            };
-            let at = |e: Error| e.within(&format!("spec.containers[{}]", gpu.index));
-            let resources = object_entry(container, "resources").map_err(at)?;
-            let within = |e: Error| at(e.within("resources"));
-            if !names(resources, "claims")
-                .map_err(within)?
-                .contains(&name.as_str().into())
-            {
-                *named = append(resources, "claims", entry.clone()).map_err(within)?;
-            }
-        }
+        let named_in = name_in_containers(spec, gpu_containers, &name)?;
         Ok(Claimed {
             name,
             pod_claim,
             named_in,
             others,
-            template,
+            template: from_template.then_some(template),
         })
     }
+}
+
+/// A `spec.resourceClaims` item: the claim `name`, made from `template`.
+pub(super) fn pod_claim_item(name: &str, template: &str) -> String {
+    let mut item = String::from("{\"name\":");
+    push_string(&mut item, name);
+    item.push_str(",\"resourceClaimTemplateName\":");
+    push_string(&mut item, template);
+    item.push('}');
+    item
+}
+
+/// Names the pod claim `name` in every one of `gpu_containers` that does not name it yet; says,
+/// for each, whether it gained the name.
+pub(super) fn name_in_containers(
+    spec: &mut Object<'_>,
+    gpu_containers: &[GpuContainer],
+    name: &str,
+) -> Result<Vec<bool>, Error> {
+    let mut entry = String::from("{\"name\":");
+    push_string(&mut entry, name);
+    entry.push('}');
+    expect_read(spec, "containers", Read::List);
+    let mut named_in = vec![false; gpu_containers.len()];
+    let Some(Node::List(containers)) = spec.get_mut("containers") else {
+        return Ok(named_in);
+    };
+    for (gpu, named) in gpu_containers.iter().zip(&mut named_in) {
+        let Some(Node::Object(container)) = containers.get_mut(gpu.index) else {
+            continue;
+        };
+        let at = |e: Error| e.within(&format!("spec.containers[{}]", gpu.index));
+        let resources = object_entry(container, "resources").map_err(at)?;
+        let within = |e: Error| at(e.within("resources"));
+        if !names(resources, "claims")
+            .map_err(within)?
+            .contains(&name.into())
+        {
+            *named = append(resources, "claims", entry.clone()).map_err(within)?;
+        }
+    }
+    Ok(named_in)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! nodes too small, a pod smaller than its node, a missing ComputeDomain claim, the sidecar's.
 //! Apart from the mutations so that each list reads at once; none of them changes the pod.
 
+use crate::compute_domain::Channel;
 use crate::error::{Error, join};
 use crate::placement;
 use crate::preflight::Mode;
@@ -98,10 +99,16 @@ pub(super) fn warnings(
         warnings.extend(over);
     }
     warnings.extend(smaller_than_the_node(facts));
-    if facts.node.nvlink_domain && !wiring.other_claims {
-        warnings.push(
-            "multi-node networking: the pod's machine is part of a multi-node NVLink domain, and the pod has no spec.resourceClaims: give its GPU container the claim of its job's ComputeDomain channel (resource.nvidia.com/v1beta1), whose name the policy cannot know".to_string(),
-        );
+    match &facts.channel {
+        Channel::Without(warning) => warnings.push(warning.clone()),
+        Channel::Untouched
+            if config.compute_domain.is_none()
+                && facts.node.nvlink_domain
+                && !wiring.other_claims =>
+        {
+            warnings.push(NO_CHANNEL.to_string());
+        }
+        _ => {}
     }
     if let Some(sidecar) = profile
         .sidecar
@@ -113,6 +120,10 @@ pub(super) fn warnings(
     }
     warnings
 }
+
+/// A multi-node NVLink machine's pod without any claim, where the settings give no `computeDomain`:
+/// NCCL's default turns MNNVL on, and stops at init without a channel (behaviour.md §3.11).
+const NO_CHANNEL: &str = "multi-node networking: the pod's machine is part of a multi-node NVLink domain, and the pod has no spec.resourceClaims: NCCL stops at init unless the job's containers hold an IMEX channel; give its GPU containers the claim of its job's ComputeDomain channel (resource.nvidia.com/v1beta1), or set computeDomain in the policy's settings to have the policy add it (README, \"Multi-node NVLink\")";
 
 /// The settings give a fabric a DRA claim, but the pod's machine gets another, which has none.
 fn claim_elsewhere(facts: &Reading<'_>, config: &Config<'_>) -> Option<String> {

@@ -14,6 +14,7 @@
 
 pub mod added;
 mod annotations;
+mod channel;
 mod claim;
 mod container;
 mod gpus;
@@ -30,7 +31,7 @@ pub use record::AUDIT_KEY;
 use crate::claims::PodClaims;
 use crate::error::Error;
 use crate::json::object::{Member, Object, Shape};
-use crate::preflight::{self, Reference};
+use crate::preflight::{self, Host, Reference};
 use crate::settings::Config;
 use added::Added;
 
@@ -85,14 +86,16 @@ pub struct Outcome<'a> {
 }
 
 /// Injects the configured cloud's fabric into `pod`, as its machine decides, with its GPUs
-/// through DRA as `claims` read them (behaviour.md §3.10). On a rejection the pod may be
+/// through DRA as `claims` read them (behaviour.md §3.10), and its ComputeDomain's channel read
+/// through `cluster`, the request's namespace and the host (§3.11). On a rejection the pod may be
 /// half-changed and must be dropped.
 pub fn inject<'a>(
     pod: &mut Object<'_>,
     config: &Config<'a>,
     claims: &PodClaims<'_>,
+    cluster: Option<(&str, Host<'_>)>,
 ) -> Result<Outcome<'a>, Error> {
-    let facts = match read::pod(pod, config, claims)? {
+    let facts = match read::pod(pod, config, claims, cluster)? {
         Ok(facts) => facts,
         Err(declined) => {
             let warnings = judge::declined(declined, config)?;

@@ -9,12 +9,15 @@ use std::borrow::Cow;
 
 use crate::claims::{PodClaims, Unread};
 use crate::clouds::Fabric;
+use crate::compute_domain::{self, Channel, MNNVL_ENABLE};
 use crate::error::Error;
 use crate::json::object::Object;
+use crate::layers::apply_env;
 use crate::machine::{self, NodeFacts};
 use crate::merge::{object, text};
 use crate::placement::{self, Placement};
-use crate::profile::{DeviceCount, Profile};
+use crate::preflight::Host;
+use crate::profile::{DeviceCount, EnvChange, Profile};
 use crate::settings::Config;
 
 use super::container::{GpuContainer, container_name, containers};
@@ -45,6 +48,8 @@ pub(super) struct Reading<'a> {
     /// The warnings of its claims: those that could not be read, and GPUs that could not be
     /// counted.
     pub(super) claim_warnings: Vec<String>,
+    /// Its ComputeDomain's channel (behaviour.md §3.11).
+    pub(super) channel: Channel,
 }
 
 /// Why a pod the policy acts on gets nothing (behaviour.md §2, §3.7); [`super::judge`] says it.
@@ -61,11 +66,13 @@ pub(super) enum Declined {
     NoFabric(Vec<String>),
 }
 
-/// Reads the pod for `config`'s injection.
+/// Reads the pod for `config`'s injection; `cluster` holds the request's namespace and the host
+/// its ComputeDomain is read through.
 pub(super) fn pod<'a>(
     pod: &Object<'_>,
     config: &Config<'a>,
     claims: &PodClaims<'_>,
+    cluster: Option<(&str, Host<'_>)>,
 ) -> Result<Result<Reading<'a>, Declined>, Error> {
     let mut seccomp = Seccomp::annotated(pod)?;
     let namespace = namespace_of(pod)?;
@@ -92,7 +99,7 @@ pub(super) fn pod<'a>(
     let Some(fabric) = node.fabric else {
         return Ok(Err(Declined::NoFabric(std::mem::take(&mut node.warnings))));
     };
-    let profile = config.cloud.profile(fabric, &node.overlay);
+    let mut profile = config.cloud.profile(fabric, &node.overlay);
 
     let mut volumes = Volumes::read(spec, &profile.volumes)?;
     // A DRA-only machine's pod does without some of the fabric's volumes (behaviour.md §3.8).
@@ -117,6 +124,21 @@ pub(super) fn pod<'a>(
     if !seccomp.pod {
         seccomp.pod = Seccomp::in_spec(spec)?;
     }
+    // The settings' word that unknown machines have multi-node NVLink; not where a candidate is
+    // known not to.
+    let channel = match &config.compute_domain {
+        Some(setting) if !node.without_nvlink => {
+            compute_domain::channel(setting, config.preflight, pod, spec, claims, cluster)?
+        }
+        _ => Channel::Untouched,
+    };
+    if let Channel::Without(_) = channel {
+        let off = EnvChange {
+            name: Cow::Borrowed(MNNVL_ENABLE),
+            value: Some(Cow::Borrowed("0")),
+        };
+        apply_env(&mut profile.env, &[off]);
+    }
     // Where the pod may run decides its device count.
     let placement = profile
         .device
@@ -134,6 +156,7 @@ pub(super) fn pod<'a>(
         namespace,
         fabric_claim,
         claim_warnings,
+        channel,
     }))
 }
 

@@ -16,7 +16,7 @@ pub(super) fn inject<'a>(pod: &mut Value, config: &Config<'a>) -> Result<Outcome
     let bytes = crate::merge::tests::payload(pod);
     let mut view = crate::json::object::read_object(&bytes, &POD)?;
     let claims = crate::claims::read(&view, config, None);
-    let outcome = super::inject(&mut view, config, &claims)?;
+    let outcome = super::inject(&mut view, config, &claims, None)?;
     let mut out = Vec::new();
     view.write(&mut out);
     *pod = serde_json::from_slice(&out).expect("the view writes JSON");

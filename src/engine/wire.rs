@@ -5,6 +5,7 @@
 //! [`super::judge`], the record and the preflight.
 
 use super::added::{Added, Daemon};
+use crate::compute_domain::Channel;
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
 use crate::json::object::{Node, Object};
@@ -14,6 +15,7 @@ use crate::merge::{Read, expect_read, object_mut};
 use crate::profile::COUNT;
 
 use super::annotations::{Devices, annotate};
+use super::channel;
 use super::claim::Claim;
 use super::container::{Additions, ContainerDone, GpuContainer, container_name, inject_container};
 use super::read::Reading;
@@ -68,6 +70,7 @@ pub(super) fn pod<'p, 'a>(
     let claim = Claim::of(profile, facts.fabric.name).filter(|_| facts.fabric_claim.is_none());
     let mut wiring = each_gpu_container(spec, facts, claim)?;
     add_claim(spec, facts, &mut wiring)?;
+    add_channel(spec, facts, &mut wiring)?;
     if let Some(sidecar) = &profile.sidecar {
         let skipped = &facts.volumes.skipped;
         if add_sidecar(spec, sidecar, skipped, &mut wiring.mounted)? {
@@ -199,6 +202,27 @@ impl<'p, 'a> Wiring<'p, 'a> {
             claim,
         });
     }
+}
+
+/// Adds the claim of the pod's ComputeDomain channel, where it joins one (behaviour.md §3.11).
+fn add_channel(
+    spec: &mut Object<'_>,
+    facts: &Reading<'_>,
+    wiring: &mut Wiring<'_, '_>,
+) -> Result<(), Error> {
+    let Channel::Join(domain) = &facts.channel else {
+        return Ok(());
+    };
+    let fabric_claim = wiring.added.claims.first().map(String::as_str);
+    let joined = channel::join(spec, domain, &facts.gpu_containers, fabric_claim)?;
+    for (gained, named) in wiring.added.containers.iter_mut().zip(&joined.named_in) {
+        if *named {
+            gained.claims.push(joined.name.clone());
+        }
+    }
+    wiring.added.claims.push(joined.name);
+    wiring.added.channel = Some(domain.clone());
+    Ok(())
 }
 
 /// Adds the pod's claim of the fabric, made for its device count, where the settings give it

@@ -25,6 +25,8 @@ const CAPABILITIES: &str = "capabilities";
 const PIN_TRANSPORT: &str = "pinTransport";
 pub(super) const DEVICES_PER_NODE: &str = "devicesPerNode";
 const GPUS_PER_NODE: &str = "gpusPerNode";
+/// A row's word on whether its machine is part of a multi-node NVLink domain (behaviour.md §3.11).
+const MULTI_NODE_NVLINK: &str = "multiNodeNVLink";
 const MAX_DEVICES_PER_NODE: u64 = 1024;
 
 /// Where a block of a cloud's keys is.
@@ -41,7 +43,7 @@ impl Reader {
     fn allowed(cloud: &Cloud, place: Place) -> Vec<&'static str> {
         let mut allowed = match place {
             Place::Cloud => vec![ENABLED],
-            Place::Row => vec![DEVICES_PER_NODE, GPUS_PER_NODE],
+            Place::Row => vec![DEVICES_PER_NODE, GPUS_PER_NODE, MULTI_NODE_NVLINK],
         };
         if cloud.fabrics.len() > 1 {
             allowed.push(FABRIC);
@@ -328,6 +330,7 @@ impl Reader {
         };
         let devices = count(DEVICES_PER_NODE, 0, MAX_DEVICES_PER_NODE);
         let gpus = count(GPUS_PER_NODE, 1, MAX_PER_GPU);
+        let nvlink = self.switch(at, entry, MULTI_NODE_NVLINK);
         // A count of devices is one per node: it needs the node's GPUs, the row's or the
         // built-in row's.
         let known_gpus = gpus.is_some() || cloud.machine(name).is_some();
@@ -340,6 +343,7 @@ impl Reader {
         (self.errors.len() == errors).then_some(UserRow {
             devices,
             gpus,
+            nvlink,
             overlay,
         })
     }

@@ -14,6 +14,7 @@ mod attachments;
 mod block;
 mod classes;
 mod common;
+mod domain;
 mod reader;
 mod rows;
 
@@ -25,6 +26,7 @@ pub use common::{
     DEFAULT_GPU_RESOURCES, DEFAULT_OPT_OUTS, DEFAULT_OWNER_GROUPS, DEFAULT_OWNER_KINDS,
     DEFAULT_RECORD, DEFAULT_TRIGGERS,
 };
+pub use domain::{COMPUTE_DOMAIN, ComputeDomain};
 pub use rows::{Row, UserRow};
 
 use std::borrow::Cow;
@@ -72,6 +74,9 @@ pub struct Config<'a> {
     pub record: Option<Cow<'a, str>>,
     /// Refuse a pod that would be changed instead of changing it (behaviour.md §10).
     pub validate_only: bool,
+    /// Where a multi-node NVLink pod's ComputeDomain is (behaviour.md §3.11); `None`: the policy
+    /// adds no channel.
+    pub compute_domain: Option<ComputeDomain<'a>>,
 }
 
 /// The settings that decide whether a pod is the policy's (behaviour.md §2): all that is read
@@ -152,6 +157,7 @@ impl<'a> Config<'a> {
         let preflight = r.preflight(top);
         let record = r.record(top, &common);
         let validate_only = r.validate_only(top);
+        let compute_domain = r.compute_domain(top, preflight);
         let cloud = r.one_cloud(enabled);
         match cloud {
             Some(cloud) if r.errors.is_empty() => Ok(Config {
@@ -162,6 +168,7 @@ impl<'a> Config<'a> {
                 preflight,
                 record,
                 validate_only,
+                compute_domain,
             }),
             _ => Err(Error::Settings(r.errors)),
         }
@@ -178,6 +185,7 @@ impl Reader {
                 || key == GPU_DEVICE_CLASSES
                 || key == FABRIC_DEVICE_CLASSES
                 || key == VALIDATE_ONLY
+                || key == COMPUTE_DOMAIN
                 || clouds::ALL.iter().any(|cloud| cloud.name == key)
         };
         for (key, _) in top.members() {
@@ -192,6 +200,7 @@ impl Reader {
                         FABRIC_DEVICE_CLASSES,
                         PREFLIGHT,
                         VALIDATE_ONLY,
+                        COMPUTE_DOMAIN,
                     ])
                     .collect();
                 self.unknown_key(&Path::Root, key, &allowed);

@@ -20,6 +20,8 @@ use crate::ratio::Ratio;
 pub struct UserRow<'a> {
     pub devices: Option<u64>,
     pub gpus: Option<u64>,
+    /// `multiNodeNVLink`; unset is unknown, not "no".
+    pub nvlink: Option<bool>,
     pub overlay: Overlay<'a>,
 }
 
@@ -34,6 +36,9 @@ pub struct Row<'a> {
     pub devices: Option<u64>,
     /// The node's GPUs: the settings' row's, else the machine's.
     pub gpus: Option<u64>,
+    /// Whether the machine is part of a multi-node NVLink domain: the settings' row's word, else
+    /// the built-in row's (which knows its machine either way); `None` where neither says.
+    pub nvlink: Option<bool>,
     pub overlay: Overlay<'a>,
 }
 
@@ -94,6 +99,7 @@ impl<'a> CloudSettings<'a> {
                 machine: Some(machine),
                 devices: None,
                 gpus: Some(machine.gpus),
+                nvlink: Some(machine.nvlink_domain),
                 overlay: facts,
             }),
             (Some((key, users)), machine) => Some(Row {
@@ -101,6 +107,7 @@ impl<'a> CloudSettings<'a> {
                 machine,
                 devices: users.devices,
                 gpus: users.gpus.or(machine.map(|m| m.gpus)),
+                nvlink: users.nvlink.or(machine.map(|m| m.nvlink_domain)),
                 overlay: users.overlay.over(facts),
             }),
         })

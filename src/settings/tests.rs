@@ -287,7 +287,7 @@ fn instance_rows_merge_over_the_built_in_ones() {
         "bad type!": {"devicesPerNode": 1, "gpusPerNode": 1}
     }}}));
     for part in [
-        "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport",
+        "aws.instanceTypes[p5.48xlarge].bogus: unknown key; the keys allowed under aws.instanceTypes[p5.48xlarge] are devicesPerNode, gpusPerNode, multiNodeNVLink, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport",
         "aws.instanceTypes[p5.48xlarge].devicesPerNode: must be a whole number from 0 to 1024, got 1025",
         "aws.instanceTypes[p5.48xlarge].gpusPerNode: must be a whole number from 1 to 64, got 0",
         "aws.instanceTypes[g6.48xlarge].gpusPerNode: missing; set the node's GPUs beside devicesPerNode",
@@ -532,6 +532,122 @@ fn every_problem_is_reported_at_once() {
         message.contains("bogus")
             && message.contains("aws.enabled")
             && message.contains("aws.efaDevicesPerGPU"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_compute_domain_is_named_by_a_label_or_by_name() {
+    with(json!({"aws": {"enabled": true}}), |config| {
+        assert_eq!(config.compute_domain, None);
+    });
+    let label = json!({"fromLabel": "jobset.sigs.k8s.io/jobset-name"});
+    with(
+        json!({"aws": {"enabled": true}, "computeDomain": label}),
+        |config| {
+            let key = "jobset.sigs.k8s.io/jobset-name";
+            assert_eq!(
+                config.compute_domain,
+                Some(ComputeDomain::FromLabel(key.into()))
+            );
+        },
+    );
+    with(
+        json!({"rdma": {"enabled": true}, "computeDomain": {"name": "team-a.nvl72"}, "preflight": "reject"}),
+        |config| {
+            let named = ComputeDomain::Named("team-a.nvl72".into());
+            assert_eq!(config.compute_domain, Some(named));
+        },
+    );
+    with(
+        json!({"aws": {"enabled": true}, "computeDomain": null}),
+        |config| assert_eq!(config.compute_domain, None),
+    );
+}
+
+#[test]
+fn a_compute_domain_is_refused_unless_it_names_exactly_one_domain_the_policy_can_read() {
+    let refused = |block: Value, more: Value| {
+        let mut settings = json!({"gcp": {"enabled": true}, "computeDomain": block});
+        if let (Some(s), Some(more)) = (settings.as_object_mut(), more.as_object()) {
+            s.extend(more.clone());
+        }
+        errors(settings)
+    };
+    let none = json!({});
+    for (block, more, part) in [
+        (
+            json!({"fromLabel": "job", "name": "cd"}),
+            &none,
+            "computeDomain: set one of fromLabel and name, not both",
+        ),
+        (
+            json!({}),
+            &none,
+            "computeDomain: set one of fromLabel (the pod label",
+        ),
+        (
+            json!({"fromLabel": null}),
+            &none,
+            "computeDomain: set one of fromLabel (the pod label",
+        ),
+        (
+            json!({"name": "cd", "template": "x"}),
+            &none,
+            "computeDomain.template: unknown key; the keys allowed under computeDomain are fromLabel, name",
+        ),
+        (
+            json!({"fromLabel": "-bad-/key"}),
+            &none,
+            "computeDomain.fromLabel: must be a label key",
+        ),
+        (
+            json!({"name": "Team_A"}),
+            &none,
+            "computeDomain.name: must be a ComputeDomain name (a DNS subdomain",
+        ),
+        (
+            json!({"name": 7}),
+            &none,
+            "computeDomain.name: must be a ComputeDomain name",
+        ),
+        (json!("cd"), &none, "computeDomain: must be an object"),
+        (
+            json!({"name": "cd"}),
+            &json!({"preflight": "skip"}),
+            "preflight: skip makes no host call, and computeDomain needs one",
+        ),
+    ] {
+        let message = refused(block.clone(), more.clone());
+        assert!(message.contains(part), "{block}: {message}");
+    }
+}
+
+#[test]
+fn a_row_says_whether_its_machine_has_multi_node_nvlink() {
+    let settings = json!({"aws": {"enabled": true, "instanceTypes": {
+        "p6e-gb200.36xlarge": {"env": {"A": "1"}},
+        "p5.48xlarge": {"multiNodeNVLink": true},
+        "g7.48xlarge": {"gpusPerNode": 8},
+        "g8.48xlarge": {"multiNodeNVLink": false},
+    }}});
+    with(settings, |config| {
+        let nvlink = |name: &str| config.cloud.row(name).unwrap().map(|row| row.nvlink);
+        // The built-in rows know their machines; a settings row's word wins; a row without a
+        // built-in one and without the key is unknown.
+        assert_eq!(nvlink("p6e-gb200.36xlarge"), Some(Some(true)));
+        assert_eq!(nvlink("p5.48xlarge"), Some(Some(true)));
+        assert_eq!(nvlink("p4d.24xlarge"), Some(Some(false)));
+        assert_eq!(nvlink("g7.48xlarge"), Some(None));
+        assert_eq!(nvlink("g8.48xlarge"), Some(Some(false)));
+    });
+    let message = errors(json!({"oci": {"enabled": true, "instanceTypes": {
+        "BM.GPU.GB200.4": {"multiNodeNVLink": "yes"}
+    }}}));
+    assert!(
+        message.contains(
+            "oci.instanceTypes[BM.GPU.GB200.4].multiNodeNVLink: must be true or false, got \"yes\""
+        ),
         "{message}"
     );
 }

@@ -1,0 +1,228 @@
+//! Multi-node NVLink (behaviour.md §3.11): on a rack-scale machine (GB200, GB300 NVL72) NCCL uses
+//! NVLink across nodes only from a container that holds an IMEX channel, which NVIDIA's DRA driver
+//! hands out through a `ComputeDomain` (`resource.nvidia.com/v1beta1`): its controller writes a
+//! `ResourceClaimTemplate` named by `spec.channel.resourceClaimTemplate.name`, in the domain's
+//! namespace, whose one request is of class [`CHANNEL_CLASS`]. With the settings' `computeDomain`,
+//! the policy reads the pod's domain with one host call and gives the pod a claim from that
+//! template. Where it cannot, the pod gets `NCCL_MNNVL_ENABLE=0` instead: NCCL's default turns
+//! MNNVL on whenever two ranks share a clique, and without a channel it stops at init.
+//!
+//! The domain's `status` is not read: its own field doc says workloads must not rely on it.
+
+use std::borrow::Cow;
+
+use crate::claims::PodClaims;
+use crate::error::Error;
+use crate::json::lenient::{Entry, item_named, members, read_members, string};
+use crate::json::object::{Node, Object};
+use crate::json::write::render_string;
+use crate::k8s::names::is_dns1123_subdomain;
+use crate::merge::{Read, expect_read, items, object};
+use crate::preflight::{self, COMPUTE_DOMAIN, Host, Mode};
+use crate::settings::ComputeDomain;
+
+/// The DeviceClass of a ComputeDomain's channel (kubernetes-sigs/dra-driver-nvidia-gpu,
+/// `templates/compute-domain-workload-claim-template.tmpl.yaml`): always IMEX channel 0.
+pub const CHANNEL_CLASS: &str = "compute-domain-default-channel.nvidia.com";
+
+/// The pod claim's name, as every vendor's GB200 worker writes it (AWS awsome-distributed-training
+/// `nccl-tests-gb200.yaml`, Google's `nccl-test-imex-a4x.yaml`, NVIDIA's `demo/specs/imex/`).
+pub const CLAIM_NAME: &str = "compute-domain-channel";
+
+/// The variable that keeps NCCL off multi-node NVLink where the pod has no channel (NVIDIA/nccl
+/// `src/mnnvl.cc`: "Set NCCL_MNNVL_ENABLE=0 to ignore this issue").
+pub const MNNVL_ENABLE: &str = "NCCL_MNNVL_ENABLE";
+
+/// What a pod gets of its IMEX channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Channel {
+    /// Nothing: no `computeDomain`, a machine known without multi-node NVLink, a pod that has its
+    /// channel already, or one whose claims could not all be read (the policy cannot tell).
+    Untouched,
+    /// A claim from the domain's channel template.
+    Join(Domain),
+    /// No channel can be had: `NCCL_MNNVL_ENABLE=0`, and this warning.
+    Without(String),
+}
+
+/// The ComputeDomain a pod joins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain {
+    /// `namespace/name`.
+    pub object: String,
+    /// Its channel's `ResourceClaimTemplate`, in the pod's namespace.
+    pub template: String,
+}
+
+/// Why a pod cannot have its channel.
+enum Lacking<'a> {
+    /// The pod has no label `fromLabel` names.
+    NoLabel,
+    /// The label's value names no ComputeDomain.
+    NotAName(&'a str),
+    Missing,
+    /// The policy may not read ComputeDomains, or the request names no namespace.
+    Refused,
+    /// The answer is not a list, or the domain has no channel template.
+    Unreadable,
+}
+
+/// The channel of an opted-in pod on a machine that may have multi-node NVLink, where the
+/// settings give `setting`. `spec` is the pod's, `claims` its claims as read; `cluster` the
+/// request's namespace and the host, for the one read of the domain. With `preflight: reject`, a
+/// pod whose domain is missing or unnamed is refused.
+pub fn channel(
+    setting: &ComputeDomain<'_>,
+    mode: Mode,
+    pod: &Object<'_>,
+    spec: &Object<'_>,
+    claims: &PodClaims<'_>,
+    cluster: Option<(&str, Host<'_>)>,
+) -> Result<Channel, Error> {
+    // A claim of the channel's class is the pod's channel, whatever template it is made from
+    // (Grove's `mnnvl-claim`); an unread claim might be one.
+    let devices = || claims.claims.iter().map(|c| c.devices);
+    if devices().any(|d| d.is_err() || d.is_ok_and(|d| d.channel)) {
+        return Ok(Channel::Untouched);
+    }
+    let label = match setting {
+        ComputeDomain::FromLabel(key) => Some(key.as_ref()),
+        ComputeDomain::Named(_) => None,
+    };
+    let name = match setting {
+        ComputeDomain::Named(name) => Cow::Borrowed(name.as_ref()),
+        ComputeDomain::FromLabel(key) => match label_value(pod, key) {
+            Some(value) if is_dns1123_subdomain(&value) => value,
+            Some(value) => {
+                let lacking = Lacking::NotAName(&value);
+                return without(lacking, "", "", label, mode);
+            }
+            None => return without(Lacking::NoLabel, "", "", label, mode),
+        },
+    };
+    let Some((namespace, host)) = cluster else {
+        return without(Lacking::Refused, "", &name, label, mode);
+    };
+    let request = preflight::request(&COMPUTE_DOMAIN, namespace, &name);
+    let Some(answer) = host(preflight::LIST, &request) else {
+        return without(Lacking::Refused, namespace, &name, label, mode);
+    };
+    let template = match template_of(&answer, &name) {
+        Ok(template) => template,
+        Err(lacking) => return without(lacking, namespace, &name, label, mode),
+    };
+    // A claim from the domain's own template is the pod's channel.
+    let pod_claims = items::<Entry<'_>>(spec, "resourceClaims").unwrap_or_default();
+    if pod_claims
+        .iter()
+        .any(|c| c.template.as_str() == Some(&template))
+    {
+        return Ok(Channel::Untouched);
+    }
+    Ok(Channel::Join(Domain {
+        object: format!("{namespace}/{name}"),
+        template,
+    }))
+}
+
+/// The value of the pod's label `key`, where it is a string.
+fn label_value<'a>(pod: &Object<'a>, key: &str) -> Option<Cow<'a, str>> {
+    let metadata = object(pod, "metadata").ok().flatten()?;
+    expect_read(metadata, "labels", Read::Text);
+    let labels = metadata.get("labels").and_then(Node::raw)?;
+    members(labels).get(key).and_then(string)
+}
+
+/// The channel template of the domain `name` in the host's answer to its list.
+fn template_of(answer: &[u8], name: &str) -> Result<String, Lacking<'static>> {
+    let text = std::str::from_utf8(answer).map_err(|_| Lacking::Unreadable)?;
+    let list = read_members(text)
+        .ok()
+        .and_then(|list| list.get("items"))
+        .filter(|list| list.get().starts_with('['))
+        .ok_or(Lacking::Unreadable)?;
+    let domain = item_named(list, name).ok_or(Lacking::Missing)?;
+    let path = ["spec", "channel", "resourceClaimTemplate", "name"];
+    let mut at = domain;
+    for key in path {
+        at = members(at).get(key).ok_or(Lacking::Unreadable)?;
+    }
+    string(at)
+        .filter(|template| is_dns1123_subdomain(template))
+        .map(Cow::into_owned)
+        .ok_or(Lacking::Unreadable)
+}
+
+/// The pod without its channel: the warning, or with `preflight: reject` the refusal of a pod
+/// whose domain is missing or unnamed. A read that failed never refuses a pod.
+fn without(
+    lacking: Lacking<'_>,
+    namespace: &str,
+    name: &str,
+    label: Option<&str>,
+    mode: Mode,
+) -> Result<Channel, Error> {
+    let domain = match namespace {
+        "" => format!("ComputeDomain {name}"),
+        namespace => format!("ComputeDomain {namespace}/{name}"),
+    };
+    let by_label = label.map_or_else(String::new, |key| {
+        format!(" (named by the pod's label {key})")
+    });
+    let key = label.unwrap_or_default();
+    let (what, then) = match lacking {
+        Lacking::NoLabel => (
+            format!(
+                "the pod has no label {key}, whose value names its job's ComputeDomain (computeDomain.fromLabel)"
+            ),
+            "give the job's pods that label, naming a ComputeDomain of their namespace".to_string(),
+        ),
+        Lacking::NotAName(value) => (
+            format!(
+                "the pod's label {key} is {}, which is no ComputeDomain name (a DNS subdomain)",
+                render_string(value)
+            ),
+            "give the job's pods that label, naming a ComputeDomain of their namespace".to_string(),
+        ),
+        Lacking::Missing => (
+            format!("{domain}{by_label} does not exist"),
+            format!(
+                "{}{namespace}{}",
+                COMPUTE_DOMAIN.creates.0, COMPUTE_DOMAIN.creates.1
+            ),
+        ),
+        Lacking::Refused if namespace.is_empty() => (
+            format!("could not read {domain}{by_label}: the request names no namespace"),
+            "create the pod in a namespace".to_string(),
+        ),
+        Lacking::Refused => (
+            format!(
+                "could not read {domain}{by_label}: the policy may not read ComputeDomains (an AdmissionPolicy, or no context-aware access: contextAwareResources, RBAC)"
+            ),
+            "deploy the policy as the ClusterAdmissionPolicy of deploy/, with its RBAC".to_string(),
+        ),
+        Lacking::Unreadable => (
+            format!(
+                "could not read {domain}{by_label}: the host's answer has no spec.channel.resourceClaimTemplate.name"
+            ),
+            "check the ComputeDomain".to_string(),
+        ),
+    };
+    let refusable = matches!(
+        lacking,
+        Lacking::NoLabel | Lacking::NotAName(_) | Lacking::Missing
+    );
+    if mode == Mode::Reject && refusable {
+        return Err(Error::Preflight {
+            message: format!(
+                "multi-node networking: {what}, so the pod can get no IMEX channel; {then} (preflight: reject refuses such a pod)"
+            ),
+        });
+    }
+    Ok(Channel::Without(format!(
+        "multi-node networking: {what}, so the pod gets no IMEX channel and {MNNVL_ENABLE}=0, which keeps NCCL off multi-node NVLink instead of stopping at init; {then} (a launcher's mpirun -x {MNNVL_ENABLE}=1 overrides the pod's environment)"
+    )))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,248 @@
+//! The channel a pod gets, from the settings, its labels and claims and the cluster's answer.
+
+use std::cell::RefCell;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::claims::{Counted, Origin, PodClaim, Unread};
+use crate::engine::POD;
+
+/// A ComputeDomain as the DRA driver's CRD holds it (kubernetes-sigs/dra-driver-nvidia-gpu
+/// `demo/specs/imex/`), in namespace `jobs`.
+fn domain(name: &str, template: &str) -> Value {
+    json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+           "metadata": {"name": name, "namespace": "jobs"},
+           "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": template}}}})
+}
+
+/// A host that lists `objects` by name and records each request.
+fn cluster<'o>(
+    objects: &'o [Value],
+    calls: &'o RefCell<Vec<Value>>,
+) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + 'o {
+    move |operation: &str, request: &[u8]| {
+        assert_eq!(operation, preflight::LIST);
+        let request: Value = serde_json::from_slice(request).expect("JSON");
+        calls.borrow_mut().push(request.clone());
+        let name = request["field_selector"]
+            .as_str()
+            .and_then(|s| s.strip_prefix("metadata.name="))
+            .expect("narrowed to a name");
+        let items: Vec<&Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == request["kind"] && o["metadata"]["name"] == name)
+            .collect();
+        Some(json!({"items": items}).to_string().into_bytes())
+    }
+}
+
+fn pod_text(labels: Value, claims: Value) -> String {
+    crate::merge::tests::payload(&json!({
+        "metadata": {"name": "w", "namespace": "jobs", "labels": labels},
+        "spec": {"resourceClaims": claims, "containers": [{"name": "t"}]}
+    }))
+}
+
+/// The channel of a pod of `labels` and pod claims `claims` (read as `read`), with `setting`.
+fn channel_of(
+    setting: &ComputeDomain<'_>,
+    mode: Mode,
+    (labels, claims, read): (Value, Value, Vec<PodClaim<'static>>),
+    host: Option<Host<'_>>,
+) -> Result<Channel, Error> {
+    let text = pod_text(labels, claims);
+    let pod = crate::json::object::read_object(&text, &POD).expect("a pod");
+    let spec = crate::merge::object(&pod, "spec").unwrap().unwrap();
+    let claims = PodClaims {
+        claims: read,
+        namespace: Some("jobs".into()),
+    };
+    super::channel(
+        setting,
+        mode,
+        &pod,
+        spec,
+        &claims,
+        host.map(|host| ("jobs", host)),
+    )
+}
+
+fn job_label() -> ComputeDomain<'static> {
+    ComputeDomain::FromLabel("jobset.sigs.k8s.io/jobset-name".into())
+}
+
+fn bare(labels: Value) -> (Value, Value, Vec<PodClaim<'static>>) {
+    (labels, Value::Null, Vec::new())
+}
+
+#[test]
+fn the_domain_the_label_names_is_read_once_for_its_template() {
+    let objects = [domain("llama", "llama-channel"), domain("other", "x")];
+    let calls = RefCell::new(Vec::new());
+    let host = cluster(&objects, &calls);
+    let labels = json!({"jobset.sigs.k8s.io/jobset-name": "llama"});
+    let got = channel_of(&job_label(), Mode::Warn, bare(labels), Some(&host));
+    assert_eq!(
+        got,
+        Ok(Channel::Join(Domain {
+            object: "jobs/llama".into(),
+            template: "llama-channel".into()
+        }))
+    );
+    assert_eq!(
+        *calls.borrow(),
+        [
+            json!({"api_version": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                "namespace": "jobs", "field_selector": "metadata.name=llama"})
+        ]
+    );
+    // A standing domain by name: no label needed.
+    let named = ComputeDomain::Named("other".into());
+    let got = channel_of(&named, Mode::Warn, bare(json!({})), Some(&host));
+    assert!(matches!(got, Ok(Channel::Join(Domain { template, .. })) if template == "x"));
+}
+
+#[test]
+fn a_pod_that_has_its_channel_gets_none_and_one_that_may_have_it_none_either() {
+    let objects = [domain("llama", "llama-channel")];
+    let calls = RefCell::new(Vec::new());
+    let host = cluster(&objects, &calls);
+    let labels = json!({"jobset.sigs.k8s.io/jobset-name": "llama"});
+    // Its own claim from the domain's template (the vendors' workers): found after the read.
+    let own = json!([{"name": "cd", "resourceClaimTemplateName": "llama-channel"}]);
+    let got = channel_of(
+        &job_label(),
+        Mode::Warn,
+        (labels.clone(), own, Vec::new()),
+        Some(&host),
+    );
+    assert_eq!(got, Ok(Channel::Untouched));
+    assert_eq!(calls.borrow().len(), 1);
+    // A claim of the channel's class (Grove's mnnvl-claim), or one that could not be read: no
+    // read at all.
+    let claim = |devices| PodClaim {
+        name: "mnnvl-claim".into(),
+        source: Origin::Template("pcs-0-g".into()),
+        devices,
+    };
+    let channel = Counted {
+        channel: true,
+        ..Counted::default()
+    };
+    for devices in [Ok(channel), Err(Unread::Refused), Err(Unread::Missing)] {
+        let claims = json!([{"name": "mnnvl-claim", "resourceClaimTemplateName": "pcs-0-g"}]);
+        let read = vec![claim(devices)];
+        let got = channel_of(
+            &job_label(),
+            Mode::Reject,
+            (labels.clone(), claims, read),
+            Some(&host),
+        );
+        assert_eq!(got, Ok(Channel::Untouched), "{devices:?}");
+    }
+    assert_eq!(calls.borrow().len(), 1);
+}
+
+/// The warning of a pod without its channel, which says what it lacks and what happens.
+fn warned(got: Result<Channel, Error>) -> String {
+    match got {
+        Ok(Channel::Without(warning)) => {
+            assert!(
+                warning.contains("NCCL_MNNVL_ENABLE=0")
+                    && warning.contains("mpirun -x NCCL_MNNVL_ENABLE=1"),
+                "{warning}"
+            );
+            warning
+        }
+        other => panic!("no warning: {other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_domain_or_label_warns_or_refuses_by_preflight() {
+    let objects = [domain("llama", "llama-channel")];
+    let calls = RefCell::new(Vec::new());
+    let host = cluster(&objects, &calls);
+    let missing = json!({"jobset.sigs.k8s.io/jobset-name": "gpt"});
+    let warning = warned(channel_of(
+        &job_label(),
+        Mode::Warn,
+        bare(missing.clone()),
+        Some(&host),
+    ));
+    assert!(
+        warning.starts_with("multi-node networking: ComputeDomain jobs/gpt (named by the pod's label jobset.sigs.k8s.io/jobset-name) does not exist"),
+        "{warning}"
+    );
+    assert!(warning.contains("in namespace jobs"), "{warning}");
+    let refused = channel_of(&job_label(), Mode::Reject, bare(missing), Some(&host))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.starts_with("multi-node networking: ComputeDomain jobs/gpt")
+            && refused.ends_with("(preflight: reject refuses such a pod)"),
+        "{refused}"
+    );
+    assert_eq!(calls.borrow().len(), 2);
+    // No label, or one that names no object: no read.
+    let warning = warned(channel_of(
+        &job_label(),
+        Mode::Warn,
+        bare(json!({"app": "x"})),
+        Some(&host),
+    ));
+    assert!(
+        warning.starts_with(
+            "multi-node networking: the pod has no label jobset.sigs.k8s.io/jobset-name"
+        ),
+        "{warning}"
+    );
+    let odd = json!({"jobset.sigs.k8s.io/jobset-name": "Llama_3"});
+    let warning = warned(channel_of(
+        &job_label(),
+        Mode::Warn,
+        bare(odd.clone()),
+        Some(&host),
+    ));
+    assert!(
+        warning.contains("is \"Llama_3\", which is no ComputeDomain name"),
+        "{warning}"
+    );
+    for labels in [json!({}), odd, json!("not an object")] {
+        let got = channel_of(&job_label(), Mode::Reject, bare(labels), Some(&host));
+        assert!(got.is_err());
+    }
+    assert_eq!(calls.borrow().len(), 2);
+}
+
+#[test]
+fn a_read_that_fails_warns_and_never_refuses() {
+    let named = ComputeDomain::Named("llama".into());
+    let refused = |_: &str, _: &[u8]| None;
+    let garbage = |_: &str, _: &[u8]| Some(b"{\"items\": 3}".to_vec());
+    let no_template = |_: &str, _: &[u8]| {
+        let domain = json!({"metadata": {"name": "llama"}, "spec": {"numNodes": 0}});
+        Some(json!({"items": [domain]}).to_string().into_bytes())
+    };
+    for mode in [Mode::Warn, Mode::Reject] {
+        let warning = warned(channel_of(&named, mode, bare(json!({})), Some(&refused)));
+        assert!(
+            warning.starts_with("multi-node networking: could not read ComputeDomain jobs/llama: the policy may not read ComputeDomains"),
+            "{warning}"
+        );
+        for host in [&garbage as Host<'_>, &no_template] {
+            let warning = warned(channel_of(&named, mode, bare(json!({})), Some(host)));
+            assert!(
+                warning.contains("could not read ComputeDomain jobs/llama"),
+                "{warning}"
+            );
+        }
+        // No namespace, no host: nothing to read from.
+        let warning = warned(channel_of(&named, mode, bare(json!({})), None));
+        assert!(
+            warning.contains("the request names no namespace"),
+            "{warning}"
+        );
+    }
+}
