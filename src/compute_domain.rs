@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use crate::claims::PodClaims;
+use crate::claims::{PodClaim, PodClaims};
 use crate::error::Error;
 use crate::json::lenient::{Entry, item_named, members, read_members, string};
 use crate::json::object::{Node, Object};
@@ -81,35 +81,38 @@ pub fn channel(
 ) -> Result<Channel, Error> {
     // A claim of the channel's class is the pod's channel, whatever template it is made from
     // (Grove's `mnnvl-claim`); an unread claim might be one.
-    let devices = || claims.claims.iter().map(|c| c.devices);
-    if devices().any(|d| d.is_err() || d.is_ok_and(|d| d.channel)) {
+    let channel_or_unread =
+        |c: &PodClaim<'_>| c.devices.is_err() || c.devices.is_ok_and(|d| d.channel);
+    if claims.claims.iter().any(channel_or_unread) {
         return Ok(Channel::Untouched);
     }
-    let label = match setting {
-        ComputeDomain::FromLabel(key) => Some(key.as_ref()),
-        ComputeDomain::Named(_) => None,
+    let mut asked = Asked {
+        namespace: cluster.map_or("", |(namespace, _)| namespace),
+        name: Cow::Borrowed(""),
+        label: None,
+        mode,
     };
-    let name = match setting {
-        ComputeDomain::Named(name) => Cow::Borrowed(name.as_ref()),
-        ComputeDomain::FromLabel(key) => match label_value(pod, key) {
-            Some(value) if is_dns1123_subdomain(&value) => value,
-            Some(value) => {
-                let lacking = Lacking::NotAName(&value);
-                return without(lacking, "", "", label, mode);
+    match setting {
+        ComputeDomain::Named(name) => asked.name = Cow::Borrowed(name.as_ref()),
+        ComputeDomain::FromLabel(key) => {
+            asked.label = Some(key.as_ref());
+            match label_value(pod, key) {
+                Some(value) if is_dns1123_subdomain(&value) => asked.name = value,
+                Some(value) => return asked.without(Lacking::NotAName(&value)),
+                None => return asked.without(Lacking::NoLabel),
             }
-            None => return without(Lacking::NoLabel, "", "", label, mode),
-        },
-    };
+        }
+    }
     let Some((namespace, host)) = cluster else {
-        return without(Lacking::Refused, "", &name, label, mode);
+        return asked.without(Lacking::Refused);
     };
-    let request = preflight::request(&COMPUTE_DOMAIN, namespace, &name);
+    let request = preflight::request(&COMPUTE_DOMAIN, namespace, &asked.name);
     let Some(answer) = host(preflight::LIST, &request) else {
-        return without(Lacking::Refused, namespace, &name, label, mode);
+        return asked.without(Lacking::Refused);
     };
-    let template = match template_of(&answer, &name) {
+    let template = match template_of(&answer, &asked.name) {
         Ok(template) => template,
-        Err(lacking) => return without(lacking, namespace, &name, label, mode),
+        Err(lacking) => return asked.without(lacking),
     };
     // A claim from the domain's own template is the pod's channel.
     let pod_claims = items::<Entry<'_>>(spec, "resourceClaims").unwrap_or_default();
@@ -120,9 +123,18 @@ pub fn channel(
         return Ok(Channel::Untouched);
     }
     Ok(Channel::Join(Domain {
-        object: format!("{namespace}/{name}"),
+        object: format!("{namespace}/{}", asked.name),
         template,
     }))
+}
+
+/// The domain a pod asks for: its namespace (empty without one), its name (empty where the
+/// label gives none), the label that names it, and what the settings' `preflight` says.
+struct Asked<'s> {
+    namespace: &'s str,
+    name: Cow<'s, str>,
+    label: Option<&'s str>,
+    mode: Mode,
 }
 
 /// The value of the pod's label `key`, where it is a string.
@@ -153,75 +165,74 @@ fn template_of(answer: &[u8], name: &str) -> Result<String, Lacking<'static>> {
         .ok_or(Lacking::Unreadable)
 }
 
-/// The pod without its channel: the warning, or with `preflight: reject` the refusal of a pod
-/// whose domain is missing or unnamed. A read that failed never refuses a pod.
-fn without(
-    lacking: Lacking<'_>,
-    namespace: &str,
-    name: &str,
-    label: Option<&str>,
-    mode: Mode,
-) -> Result<Channel, Error> {
-    let domain = match namespace {
-        "" => format!("ComputeDomain {name}"),
-        namespace => format!("ComputeDomain {namespace}/{name}"),
-    };
-    let by_label = label.map_or_else(String::new, |key| {
-        format!(" (named by the pod's label {key})")
-    });
-    let key = label.unwrap_or_default();
-    let (what, then) = match lacking {
-        Lacking::NoLabel => (
-            format!(
-                "the pod has no label {key}, whose value names its job's ComputeDomain (computeDomain.fromLabel)"
-            ),
-            "give the job's pods that label, naming a ComputeDomain of their namespace".to_string(),
-        ),
-        Lacking::NotAName(value) => (
-            format!(
-                "the pod's label {key} is {}, which is no ComputeDomain name (a DNS subdomain)",
-                render_string(value)
-            ),
-            "give the job's pods that label, naming a ComputeDomain of their namespace".to_string(),
-        ),
-        Lacking::Missing => (
-            format!("{domain}{by_label} does not exist"),
-            format!(
-                "{}{namespace}{}",
-                COMPUTE_DOMAIN.creates.0, COMPUTE_DOMAIN.creates.1
-            ),
-        ),
-        Lacking::Refused if namespace.is_empty() => (
-            format!("could not read {domain}{by_label}: the request names no namespace"),
-            "create the pod in a namespace".to_string(),
-        ),
-        Lacking::Refused => (
-            format!(
-                "could not read {domain}{by_label}: the policy may not read ComputeDomains (an AdmissionPolicy, or no context-aware access: contextAwareResources, RBAC)"
-            ),
-            "deploy the policy as the ClusterAdmissionPolicy of deploy/, with its RBAC".to_string(),
-        ),
-        Lacking::Unreadable => (
-            format!(
-                "could not read {domain}{by_label}: the host's answer has no spec.channel.resourceClaimTemplate.name"
-            ),
-            "check the ComputeDomain".to_string(),
-        ),
-    };
-    let refusable = matches!(
-        lacking,
-        Lacking::NoLabel | Lacking::NotAName(_) | Lacking::Missing
-    );
-    if mode == Mode::Reject && refusable {
-        return Err(Error::Preflight {
-            message: format!(
-                "multi-node networking: {what}, so the pod can get no IMEX channel; {then} (preflight: reject refuses such a pod)"
-            ),
+impl Asked<'_> {
+    /// The pod without its channel: the warning, or with `preflight: reject` the refusal of a pod
+    /// whose domain is missing or unnamed. A read that failed never refuses a pod.
+    fn without(&self, lacking: Lacking<'_>) -> Result<Channel, Error> {
+        let (namespace, name) = (self.namespace, &self.name);
+        let domain = match namespace {
+            "" => format!("ComputeDomain {name}"),
+            namespace => format!("ComputeDomain {namespace}/{name}"),
+        };
+        let by_label = self.label.map_or_else(String::new, |key| {
+            format!(" (named by the pod's label {key})")
         });
+        let key = self.label.unwrap_or_default();
+        let label_it = "give the job's pods that label, naming a ComputeDomain of their namespace";
+        let (what, then) = match lacking {
+            Lacking::NoLabel => (
+                format!(
+                    "the pod has no label {key}, whose value names its job's ComputeDomain (computeDomain.fromLabel)"
+                ),
+                label_it.to_string(),
+            ),
+            Lacking::NotAName(value) => (
+                format!(
+                    "the pod's label {key} is {}, which is no ComputeDomain name (a DNS subdomain)",
+                    render_string(value)
+                ),
+                label_it.to_string(),
+            ),
+            Lacking::Missing => (
+                format!("{domain}{by_label} does not exist"),
+                format!(
+                    "{}{namespace}{}",
+                    COMPUTE_DOMAIN.creates.0, COMPUTE_DOMAIN.creates.1
+                ),
+            ),
+            Lacking::Refused if namespace.is_empty() => (
+                format!("could not read {domain}{by_label}: the request names no namespace"),
+                "create the pod in a namespace".to_string(),
+            ),
+            Lacking::Refused => (
+                format!(
+                    "could not read {domain}{by_label}: the policy may not read ComputeDomains (an AdmissionPolicy, or no context-aware access: contextAwareResources, RBAC)"
+                ),
+                "deploy the policy as the ClusterAdmissionPolicy of deploy/, with its RBAC"
+                    .to_string(),
+            ),
+            Lacking::Unreadable => (
+                format!(
+                    "could not read {domain}{by_label}: the host's answer has no spec.channel.resourceClaimTemplate.name"
+                ),
+                "check the ComputeDomain".to_string(),
+            ),
+        };
+        let refusable = matches!(
+            lacking,
+            Lacking::NoLabel | Lacking::NotAName(_) | Lacking::Missing
+        );
+        if self.mode == Mode::Reject && refusable {
+            return Err(Error::Preflight {
+                message: format!(
+                    "multi-node networking: {what}, so the pod can get no IMEX channel; {then} (preflight: reject refuses such a pod)"
+                ),
+            });
+        }
+        Ok(Channel::Without(format!(
+            "multi-node networking: {what}, so the pod gets no IMEX channel and {MNNVL_ENABLE}=0, which keeps NCCL off multi-node NVLink instead of stopping at init; {then} (a launcher's mpirun -x {MNNVL_ENABLE}=1 overrides the pod's environment)"
+        )))
     }
-    Ok(Channel::Without(format!(
-        "multi-node networking: {what}, so the pod gets no IMEX channel and {MNNVL_ENABLE}=0, which keeps NCCL off multi-node NVLink instead of stopping at init; {then} (a launcher's mpirun -x {MNNVL_ENABLE}=1 overrides the pod's environment)"
-    )))
 }
 
 #[cfg(test)]

@@ -167,6 +167,16 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
             appended.push(',');
             appended.push_str(&new_items);
         }
+        // A list the policy wrote in this request (the fabric's claim, then the channel's).
+        Node::New(list) if list.ends_with(']') => {
+            let list = list.to_mut();
+            list.pop();
+            if list.len() > 1 {
+                list.push(',');
+            }
+            list.push_str(&new_items);
+            list.push(']');
+        }
         _ => return Err(malformed(key, JsonType::List)),
     }
     Ok(true)
@@ -363,6 +373,25 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         object.write(&mut out);
         (result, serde_json::from_slice(&out).unwrap())
+    }
+
+    #[test]
+    fn a_list_appends_to_the_users_and_to_one_the_policy_wrote() {
+        for (before, after) in [
+            (json!({}), json!({"l": [1, 2, 3]})),
+            (json!({"l": null}), json!({"l": [1, 2, 3]})),
+            (json!({"l": [0]}), json!({"l": [0, 1, 2, 3]})),
+            (json!({"l": []}), json!({"l": [1, 2, 3]})),
+        ] {
+            let ((), got) = changed(before, |c| {
+                assert!(append(c, "l", "1".into()).unwrap());
+                assert!(append(c, "l", "2,3".into()).unwrap());
+                assert!(!append(c, "l", String::new()).unwrap());
+            });
+            assert_eq!(got, after);
+        }
+        let (refused, _) = changed(json!({"l": {}}), |c| append(c, "l", "1".into()));
+        assert!(refused.is_err());
     }
 
     const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];

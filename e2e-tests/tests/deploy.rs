@@ -356,6 +356,13 @@ fn preflight_kinds(
         "resource.k8s.io",
         "resourceclaims",
     );
+    // The ComputeDomain of a multi-node NVLink pod (behaviour.md §3.11), on every cloud.
+    const COMPUTE_DOMAIN: (&str, &str, &str, &str) = (
+        "resource.nvidia.com/v1beta1",
+        "ComputeDomain",
+        "resource.nvidia.com",
+        "computedomains",
+    );
     // And on every cloud the pod's namespace, for its Pod Security level (behaviour.md §11).
     const NAMESPACE: (&str, &str, &str, &str) = ("v1", "Namespace", "", "namespaces");
     match cloud {
@@ -363,13 +370,26 @@ fn preflight_kinds(
             ("v1", "ConfigMap", "", "configmaps"),
             CLAIM_TEMPLATE,
             RESOURCE_CLAIM,
+            COMPUTE_DOMAIN,
             NAMESPACE,
         ],
-        "oci" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM, NAMESPACE],
+        "oci" => &[
+            NETWORK,
+            CLAIM_TEMPLATE,
+            RESOURCE_CLAIM,
+            COMPUTE_DOMAIN,
+            NAMESPACE,
+        ],
         // No DRA driver is documented for the `rdma` block's fabric: no deviceClaim, but the
         // templates and claims of the pods' GPUs.
-        "rdma" => &[NETWORK, CLAIM_TEMPLATE, RESOURCE_CLAIM, NAMESPACE],
-        _ => &[CLAIM_TEMPLATE, RESOURCE_CLAIM, NAMESPACE],
+        "rdma" => &[
+            NETWORK,
+            CLAIM_TEMPLATE,
+            RESOURCE_CLAIM,
+            COMPUTE_DOMAIN,
+            NAMESPACE,
+        ],
+        _ => &[CLAIM_TEMPLATE, RESOURCE_CLAIM, COMPUTE_DOMAIN, NAMESPACE],
     }
 }
 

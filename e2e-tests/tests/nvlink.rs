@@ -208,3 +208,76 @@ fn the_auditor_refuses_a_wired_worker_without_its_channel_naming_the_domain() {
         );
     }
 }
+
+/// The README's GB200 job: the worker the training operator makes of
+/// `examples/jobs/gb200-pytorchjob.yaml`'s template (`examples/pods/aws-gb200-worker.yaml`), with
+/// `examples/settings/aws-gb200.yaml` and the job's ComputeDomain in the cluster, gets its 4 EFA
+/// interfaces (the built-in row) and the claim of that domain's channel; without the domain, its
+/// GPU container gets NCCL_MNNVL_ENABLE=0 and the warning says what to create.
+#[test]
+fn the_readmes_gb200_job_gets_its_channel() {
+    let root = case_runner::repo_root();
+    let text = std::fs::read_to_string(root.join("examples/jobs/gb200-pytorchjob.yaml")).unwrap();
+    let documents: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let (domain, job) = (&documents[0], &documents[1]);
+    assert_eq!(domain["kind"], "ComputeDomain");
+    let worker = e2e_tests::read_yaml(&root.join("examples/pods/aws-gb200-worker.yaml")).unwrap();
+    let template = &job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
+    assert_eq!(
+        worker["spec"]["nodeSelector"],
+        template["spec"]["nodeSelector"]
+    );
+    assert_eq!(
+        worker["metadata"]["annotations"],
+        template["metadata"]["annotations"]
+    );
+    assert_eq!(
+        worker["metadata"]["labels"]["training.kubeflow.org/job-name"],
+        job["metadata"]["name"]
+    );
+    assert_eq!(
+        worker["metadata"]["namespace"],
+        job["metadata"]["namespace"]
+    );
+    let settings = e2e_tests::read_yaml(&root.join("examples/settings/aws-gb200.yaml")).unwrap();
+
+    let instance = policy().instance().unwrap();
+    let objects = vec![domain.clone()];
+    instance.set_cluster(Some(Cluster {
+        objects,
+        ..Cluster::default()
+    }));
+    let wired = mutated(&instance, &worker, &settings).expect("wired");
+    assert_eq!(
+        wired["spec"]["resourceClaims"],
+        json!([{"name": "compute-domain-channel", "resourceClaimTemplateName": "llama-gb200-channel"}])
+    );
+    let container = &wired["spec"]["containers"][0];
+    assert_eq!(
+        container["resources"]["claims"],
+        json!([{"name": "compute-domain-channel"}])
+    );
+    assert_eq!(
+        container["resources"]["limits"]["vpc.amazonaws.com/efa"],
+        "4"
+    );
+
+    instance.set_cluster(Some(Cluster::default()));
+    let request = admission_request("CREATE", &pod_kind(), &worker);
+    let response = instance.validate(&request, &settings).unwrap();
+    let unjoined = response.mutated_object.expect("wired");
+    assert!(unjoined["spec"].get("resourceClaims").is_none());
+    let env = &unjoined["spec"]["containers"][0]["env"];
+    assert!(
+        env.as_array()
+            .unwrap()
+            .contains(&json!({"name": "NCCL_MNNVL_ENABLE", "value": "0"}))
+    );
+    let warnings = response.warnings.unwrap_or_default();
+    assert!(
+        warnings[0].starts_with("multi-node networking: ComputeDomain training/llama-gb200 (named by the pod's label training.kubeflow.org/job-name) does not exist"),
+        "{warnings:?}"
+    );
+}

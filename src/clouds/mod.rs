@@ -683,6 +683,42 @@ mod tests {
         }
     }
 
+    /// MNNVL needs cuMem: `NCCL_CUMEM_ENABLE=0` turns it off silently (NVIDIA/nccl), so no row of
+    /// a multi-node NVLink machine sets it, built in or in a vendor file (behaviour.md §3.11).
+    #[test]
+    fn no_multi_node_nvlink_row_turns_cumem_off() {
+        let off = |env: &[(&str, &str)]| env.contains(&("NCCL_CUMEM_ENABLE", "0"));
+        let nvlink: Vec<&str> = ALL
+            .iter()
+            .flat_map(|cloud| cloud.machines)
+            .filter(|m| m.nvlink_domain)
+            .map(|m| m.name)
+            .collect();
+        assert!(nvlink.len() >= 8, "{nvlink:?}");
+        for machine in ALL.iter().flat_map(|cloud| cloud.machines) {
+            let facts = machine.facts;
+            let fabric_env = facts.fabric_env.map_or(&[][..], |(_, env)| env);
+            let turns_off = off(facts.env) || off(fabric_env);
+            assert!(!(machine.nvlink_domain && turns_off), "{}", machine.name);
+        }
+        let vendor = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/settings/vendor");
+        for file in case_runner::yaml_files(std::path::Path::new(vendor)).unwrap() {
+            let settings = case_runner::read_yaml(&file).unwrap();
+            for (_, block) in settings.as_object().into_iter().flatten() {
+                let rows = block["instanceTypes"].as_object().into_iter().flatten();
+                for (name, row) in rows {
+                    let mnnvl = match row["multiNodeNVLink"].as_bool() {
+                        Some(said) => said,
+                        None => nvlink.contains(&name.as_str()),
+                    };
+                    let envs = [&row["env"], &row["rdma"]["env"], &row["tcpx"]["env"]];
+                    let turns_off = envs.iter().any(|env| env["NCCL_CUMEM_ENABLE"] == "0");
+                    assert!(!(mnnvl && turns_off), "{}: {name}", file.display());
+                }
+            }
+        }
+    }
+
     /// A settings row laid over a built-in one reads the row's machine and facts.
     #[test]
     fn every_built_in_row_is_a_row_of_the_settings() {

@@ -44,26 +44,37 @@ impl Reader {
                 self.unknown_key(path, key, &KEYS);
             }
         }
+        // `""` is a key a form leaves empty: not given. A block with neither key given names no
+        // domain, except where a form wrote `fromLabel: ""`, its way of saying "no block".
+        let given = |key| {
+            block
+                .get(key)
+                .filter(|v| !v.is_null() && v.as_str().is_none_or(|s| !s.is_empty()))
+        };
         let from_label = self.text(
             &Path::Key(path, FROM_LABEL),
-            block.get(FROM_LABEL),
+            given(FROM_LABEL),
             is_qualified_name,
             "a label key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters) such as jobset.sigs.k8s.io/jobset-name",
         );
         let name = self.text(
             &Path::Key(path, NAME),
-            block.get(NAME),
+            given(NAME),
             is_dns1123_subdomain,
             "a ComputeDomain name (a DNS subdomain: lowercase letters, digits, '-' and '.')",
         );
-        let given = |key| block.get(key).is_some_and(|v| !v.is_null());
-        let domain = match (given(FROM_LABEL), given(NAME)) {
+        let left_empty = block
+            .get(FROM_LABEL)
+            .and_then(|v| v.as_str())
+            .is_some_and(|s| s.is_empty());
+        let domain = match (given(FROM_LABEL).is_some(), given(NAME).is_some()) {
             (true, true) => {
                 self.errors.push(format!(
                     "{path}: set one of {FROM_LABEL} and {NAME}, not both: a pod joins one ComputeDomain"
                 ));
                 None
             }
+            (false, false) if left_empty => return None,
             (false, false) => {
                 self.errors.push(format!(
                     "{path}: set one of {FROM_LABEL} (the pod label whose value names its job's ComputeDomain, such as jobset.sigs.k8s.io/jobset-name) or {NAME} (one ComputeDomain in each namespace)"

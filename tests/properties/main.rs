@@ -49,6 +49,7 @@ mod generators;
 mod injection;
 mod inspect;
 mod mutation;
+mod nvlink;
 mod preflight;
 mod regressions;
 mod robustness;

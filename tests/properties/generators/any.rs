@@ -53,6 +53,9 @@ pub(crate) const SETTINGS_KEYS: &[&str] = &[
     "ownerApiGroups",
     "recordAnnotation",
     "daemonStartupProbe",
+    "computeDomain",
+    "fromLabel",
+    "multiNodeNVLink",
     "",
 ];
 
