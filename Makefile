@@ -109,7 +109,7 @@ registry-test: annotated-policy.wasm policy.wasm
 		PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm bash publish/registry-test.sh
 
 # The playground: the policy compiled for the browser with wasm-bindgen, a static site in
-# target/playground (README, "Playground").
+# target/playground (docs/development.md, "Playground").
 BROWSER_TARGET  := wasm32-unknown-unknown
 PLAYGROUND_WASM := target/$(BROWSER_TARGET)/playground/playground.wasm
 PLAYGROUND_SITE := target/playground

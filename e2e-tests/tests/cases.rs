@@ -49,15 +49,16 @@ fn every_expected_message_is_one_template_and_every_template_is_expected() {
 }
 
 /// The README's examples, where `…` stands for the text left out: in "Bad input and the answers
-/// it gets", the code spans of four words or more in the Answer column are whole messages (the
-/// shorter ones are values such as `"8"` or `valid: false`); in "Reading the warnings", the code
-/// spans of the first column are how warnings start.
+/// it gets" (docs/troubleshooting.md), the code spans of four words or more in the Answer column
+/// are whole messages (the shorter ones are values such as `"8"` or `valid: false`); in the
+/// README's "Reading the warnings", the code spans of the first column are how warnings start.
 #[test]
 fn the_readme_examples_are_templates_of_the_table() {
     let table = messages();
     let readme = std::fs::read_to_string(dir("../README.md")).unwrap();
+    let troubleshooting = std::fs::read_to_string(dir("../docs/troubleshooting.md")).unwrap();
     let answers: Vec<String> =
-        cases::readme_table_spans(&readme, "## Bad input and the answers it gets", 1)
+        cases::readme_table_spans(&troubleshooting, "## Bad input and the answers it gets", 1)
             .into_iter()
             .filter(|span| span.matches(' ').count() >= 3)
             .collect();
