@@ -7,7 +7,7 @@ use serde_yaml::Value;
 /// D/P as the settings' per-GPU value.
 pub fn per_gpu(devices: u64, gpus: u64) -> Value {
     let gpus = gpus.max(1);
-    if devices % gpus == 0 {
+    if devices.is_multiple_of(gpus) {
         return Value::from(devices / gpus);
     }
     let millionths = (devices * 1_000_000).div_ceil(gpus);

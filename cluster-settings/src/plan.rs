@@ -478,9 +478,16 @@ fn rows(
                     s.title(), s.fabric.describe(s.gpus), cloud.name
                 )),
             },
-            (Fabric::Shared { resource, .. }, false) if cloud.name == "rdma" && per_container && !body.contains_key("rails") => {
+            (Fabric::Shared { resource, .. }, false)
+                if cloud.name == "rdma" && !body.contains_key("rails") =>
+            {
                 row.insert("resourceName".into(), resource.as_str().into());
-                why.push(format!("{resource}, another device than the block's, 1 per container"));
+                if !per_container {
+                    row.insert("devicesPerContainer".into(), 1.into());
+                }
+                why.push(format!(
+                    "{resource}, another device than the block's: a shared pool, 1 per container"
+                ));
             }
             (Fabric::Rails(rails), false) if cloud.name == "rdma" => {
                 row.insert("rails".into(), multus::rails(out, cluster, rails));

@@ -96,7 +96,7 @@ fn read(key: Option<(&'static str, String)>, nodes: &[&Node]) -> Shape {
         }
     }
     let mut seen: Vec<((u64, Fabric), usize)> = seen.into_iter().collect();
-    seen.sort_by(|a, b| b.1.cmp(&a.1));
+    seen.sort_by_key(|s| std::cmp::Reverse(s.1));
     let ((gpus, fabric), _) = seen.remove(0);
     let odd = seen
         .into_iter()
