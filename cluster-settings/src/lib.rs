@@ -7,7 +7,7 @@
 //! The flow: [`input`] reads the objects; [`kind`] tells the cloud from each node; [`shape`]
 //! groups the GPU nodes by shape, each with the fabric [`fabric`] reads from its allocatable
 //! resources; [`plan`] chooses the block and writes it, with [`gcp`], [`multus`] and [`dra`] for
-//! what they know; [`write`] renders the YAML with its comments.
+//! what they know, and [`rows`] the instance rows; [`write`] renders the YAML with its comments.
 
 pub mod count;
 pub mod dra;
@@ -18,6 +18,7 @@ pub mod kind;
 pub mod multus;
 pub mod node;
 pub mod plan;
+pub mod rows;
 pub mod shape;
 pub mod vendor;
 pub mod write;

@@ -132,7 +132,7 @@ pub fn plan(cluster: &Cluster) -> Result<Written> {
         "oci" => oci(&mut out, &mut body, cluster, main),
         _ => rdma(&mut out, &mut body, cluster, main),
     }
-    let rows = rows(&mut out, cluster, cloud, &shapes, main, &body);
+    let rows = crate::rows::rows(&mut out, cluster, cloud, &shapes, main, &body);
     if !rows.is_empty() {
         body.insert("instanceTypes".into(), Value::Mapping(rows));
     }
@@ -238,7 +238,7 @@ fn describe(out: &mut Written, cloud: &Cloud, s: &Shape) {
 }
 
 /// The built-in row of the shape's machine, where its key is an instance type.
-fn builtin(cloud: &Cloud, s: &Shape) -> Option<&'static Machine> {
+pub fn builtin(cloud: &Cloud, s: &Shape) -> Option<&'static Machine> {
     let (label, name) = s.key.as_ref()?;
     if !multinode_networking_policy::placement::INSTANCE_TYPE_LABELS.contains(label) {
         return None;
@@ -384,154 +384,4 @@ fn rdma(out: &mut Written, body: &mut Mapping, cluster: &Cluster, main: &Shape) 
             body.insert("rails".into(), multus::rails(out, cluster, rails));
         }
     }
-}
-
-/// The instance rows: for every shape with a name that the block (or a built-in row) does not
-/// describe as its nodes show it.
-fn rows(
-    out: &mut Written,
-    cluster: &Cluster,
-    cloud: &Cloud,
-    shapes: &[Shape],
-    main: &Shape,
-    body: &Mapping,
-) -> Mapping {
-    let mut rows = Mapping::new();
-    let per_container = body.contains_key("rdmaDevicesPerContainer")
-        || body.contains_key("devicesPerContainer")
-        || body.contains_key("rails");
-    for s in shapes {
-        let Some((label, name)) = &s.key else {
-            if !std::ptr::eq(s, main) {
-                out.header.push(format!(
-                    "{} cannot have a row (no label names them): pods there get the block's injection.",
-                    s.title()
-                ));
-            }
-            continue;
-        };
-        let readable = multinode_networking_policy::placement::INSTANCE_TYPE_LABELS.contains(label)
-            || cloud.machine_labels.contains(label);
-        if !is_label_value(name) {
-            out.header.push(format!(
-                "{}: not a valid row key (a label value), so no row names it.",
-                s.title()
-            ));
-            continue;
-        }
-        if !readable {
-            out.header.push(format!(
-                "{}: the {} block reads no {label} label, so no row can name it.",
-                s.title(),
-                cloud.name
-            ));
-            continue;
-        }
-        let builtin = builtin(cloud, s);
-        let mut row = Mapping::new();
-        let mut why: Vec<String> = Vec::new();
-        let counts = |row: &mut Mapping, devices: u64| {
-            row.insert("devicesPerNode".into(), devices.into());
-            row.insert("gpusPerNode".into(), s.gpus.into());
-        };
-        let matches_builtin = |resource: &str, devices: u64| {
-            builtin.is_some_and(|m| {
-                cloud.plugin == Some(resource) && m.devices == Some(devices) && m.gpus == s.gpus
-            })
-        };
-        match (&s.fabric, same_fabric(&s.fabric, &main.fabric)) {
-            (Fabric::Dedicated { resource, devices }, true) => {
-                if !matches_builtin(resource, *devices) {
-                    counts(&mut row, *devices);
-                    why.push(match builtin {
-                        Some(_) => format!("the nodes show {devices} {resource} for {} GPUs, not the built-in row's count", s.gpus),
-                        None => format!("{devices} {resource} for {} GPUs, as the nodes show", s.gpus),
-                    });
-                }
-            }
-            (Fabric::None, _) if cloud.name != "rdma" && cloud.name != "gcp" => {
-                if per_container {
-                    why.push("no fabric device on these nodes, but the block's count is per container, which a row cannot undo: pods there still request it".to_owned());
-                } else {
-                    counts(&mut row, 0);
-                    why.push("no fabric device on these nodes: no device is requested".to_owned());
-                }
-            }
-            (Fabric::None, false) if cloud.name == "rdma" => {
-                row.insert("resourceName".into(), Value::Null);
-                why.push("no fabric device on these nodes: no device is requested".to_owned());
-            }
-            (_, true) => {}
-            (Fabric::Dedicated { resource, devices }, false) => match cloud.name {
-                "oci" | "rdma" if !per_container => {
-                    row.insert("resourceName".into(), resource.as_str().into());
-                    counts(&mut row, *devices);
-                    why.push(format!("{devices} {resource} for {} GPUs, another device than the block's", s.gpus));
-                }
-                "azure" if resource.starts_with("rdma/") && !per_container => {
-                    row.insert("rdmaDeviceName".into(), resource.trim_start_matches("rdma/").into());
-                    counts(&mut row, *devices);
-                    why.push(format!("{devices} {resource} for {} GPUs, another device than the block's", s.gpus));
-                }
-                _ => out.header.push(format!(
-                    "{}: {} cannot be said in a row of the {} block, whose count is the largest group's: pods there get the block's device.",
-                    s.title(), s.fabric.describe(s.gpus), cloud.name
-                )),
-            },
-            (Fabric::Shared { resource, .. }, false)
-                if cloud.name == "rdma" && !body.contains_key("rails") =>
-            {
-                row.insert("resourceName".into(), resource.as_str().into());
-                if !per_container {
-                    row.insert("devicesPerContainer".into(), 1.into());
-                }
-                why.push(format!(
-                    "{resource}, another device than the block's: a shared pool, 1 per container"
-                ));
-            }
-            (Fabric::Rails(rails), false) if cloud.name == "rdma" => {
-                row.insert("rails".into(), multus::rails(out, cluster, rails));
-                why.push("its own rails".to_owned());
-            }
-            _ => out.header.push(format!(
-                "{}: {} cannot be said in a row of the {} block: pods there get the block's device.",
-                s.title(),
-                s.fabric.describe(s.gpus),
-                cloud.name
-            )),
-        }
-        if builtin.is_none() && !row.contains_key("gpusPerNode") && cloud.name != "gcp" {
-            row.insert("gpusPerNode".into(), s.gpus.into());
-        }
-        let builtin_nvlink = builtin.is_some_and(|m| m.nvlink_domain);
-        if s.clique && !builtin_nvlink {
-            row.insert("multiNodeNVLink".into(), true.into());
-            why.push("nvidia.com/gpu.clique labels: multi-node NVLink".to_owned());
-        } else if !s.clique && s.gfd && builtin.is_none() {
-            row.insert("multiNodeNVLink".into(), false.into());
-            why.push("GPU Feature Discovery runs there and writes no nvidia.com/gpu.clique: no multi-node NVLink".to_owned());
-        }
-        if row.is_empty() {
-            continue;
-        }
-        if builtin.is_none() {
-            why.insert(0, "not a built-in machine".to_owned());
-        }
-        let mut line = format!("{}: {} node(s), {} GPUs each", name, s.nodes, s.gpus);
-        if !why.is_empty() {
-            line.push_str(&format!("; {}", why.join("; ")));
-        }
-        out.note(&[cloud.name, "instanceTypes", name], format!("{line}."));
-        rows.insert(name.as_str().into(), Value::Mapping(row));
-    }
-    rows
-}
-
-/// A label value, as a row's key must be (behaviour.md §1.4).
-fn is_label_value(value: &str) -> bool {
-    let ok = |c: char| c.is_ascii_alphanumeric();
-    (1..=63).contains(&value.len())
-        && value.starts_with(ok)
-        && value.ends_with(ok)
-        && value.chars().all(|c| ok(c) || "-_.".contains(c))
 }

@@ -509,3 +509,143 @@ fn the_command_prints_yaml_or_one_line() {
         assert!(err.starts_with("cluster-settings: "), "{err}");
     }
 }
+
+/// The pod's claims made from templates: `(claim, template)`.
+fn claims(pod: &Value) -> Vec<(String, String)> {
+    pod["spec"]["resourceClaims"]
+        .as_array()
+        .map(|claims| {
+            claims
+                .iter()
+                .map(|c| {
+                    let text = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+                    (text("name"), text("resourceClaimTemplateName"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// EKS with g5.12xlarge nodes (no EFA: EC2 supports EFA on g5.48xlarge only) beside p5.48xlarge: the
+// g5 row requests none, the p5 keeps its built-in 32.
+#[test]
+fn eks_nodes_without_efa_get_a_row_of_none() {
+    let s = settings_of(&["eks-g5-and-p5.json"]);
+    assert_eq!(
+        s.json["aws"]["instanceTypes"],
+        json!({"g5.12xlarge": {"devicesPerNode": 0, "gpusPerNode": 4}})
+    );
+    let (g5, _) = injected(
+        &s,
+        &worker((INSTANCE_TYPE, "g5.12xlarge"), "nvidia.com/gpu", 4),
+    );
+    assert_eq!(count(&g5, "vpc.amazonaws.com/efa"), None);
+    let (p5, _) = injected(
+        &s,
+        &worker((INSTANCE_TYPE, "p5.48xlarge"), "nvidia.com/gpu", 8),
+    );
+    assert_eq!(count(&p5, "vpc.amazonaws.com/efa").as_deref(), Some("32"));
+    assert!(s.yaml.contains("The GPU nodes differ"), "{}", s.yaml);
+}
+
+// EKS with the EFA DRA driver (EKS user guide device-management-efa: its nodes advertise no
+// vpc.amazonaws.com/efa): the claim of aws-dra.yaml, 32 for a p5.48xlarge's 8 GPUs.
+#[test]
+fn eks_efa_through_dra_gets_the_claim() {
+    let s = settings_of(&["eks-p5-dra.json", "eks-dra-deviceclasses.json"]);
+    assert_eq!(
+        s.json["aws"]["deviceClaim"],
+        json!({"template": "efa-{count}", "name": "efa"})
+    );
+    assert!(s.json["aws"].get("instanceTypes").is_none(), "{}", s.yaml);
+    let (pod, _) = injected(
+        &s,
+        &worker((INSTANCE_TYPE, "p5.48xlarge"), "nvidia.com/gpu", 8),
+    );
+    assert_eq!(claims(&pod), [("efa".to_owned(), "efa-32".to_owned())]);
+    assert_eq!(count(&pod, "vpc.amazonaws.com/efa"), None);
+}
+
+// GKE managed DRANET (DeviceClass mrdma.google.com, GKE docs allocate-network-resources-dra): the
+// RDMA NICs through the template default-rdma of Cluster Toolkit, no multi-network annotation.
+#[test]
+fn gke_dranet_gets_the_rdma_claim() {
+    let s = settings_of(&["gke-a3-ultra-dranet.json", "gke-dranet-deviceclasses.json"]);
+    assert_eq!(
+        s.json["gcp"]["rdma"]["deviceClaim"],
+        json!({"template": "default-rdma", "name": "rdma"})
+    );
+    let (pod, _) = injected(
+        &s,
+        &worker((INSTANCE_TYPE, "a3-ultragpu-8g"), "nvidia.com/gpu", 8),
+    );
+    assert_eq!(
+        claims(&pod),
+        [("rdma".to_owned(), "default-rdma".to_owned())]
+    );
+    assert_eq!(annotation(&pod, "networking.gke.io/interfaces"), "");
+}
+
+// OKE with the RDMA shared device plugin (rdmaHcaMax 1000, which the API server writes "1k"): the
+// oci block counts per GPU only, so the rdma block, saying why.
+#[test]
+fn oke_shared_pool_takes_the_rdma_block() {
+    let s = settings_of(&["oke-h100-shared.json"]);
+    assert!(s.json.get("oci").is_none(), "{}", s.yaml);
+    assert_eq!(s.json["rdma"]["resourceName"], "rdma/rdma_shared_device_a");
+    assert!(
+        s.yaml.contains("The oci block cannot express"),
+        "{}",
+        s.yaml
+    );
+    let (pod, _) = injected(
+        &s,
+        &worker((INSTANCE_TYPE, "BM.GPU.H100.8"), "nvidia.com/gpu", 8),
+    );
+    assert_eq!(
+        count(&pod, "rdma/rdma_shared_device_a").as_deref(),
+        Some("1")
+    );
+}
+
+// CoreWeave GB200 NVL72 (node type gb200-4x, coreweave/nccl-tests): rdma/ib 1, and the clique
+// labels make the row a multi-node NVLink machine, so that the computeDomain block reaches its pods.
+#[test]
+fn coreweave_gb200_rows_say_multi_node_nvlink() {
+    let s = settings_of(&["coreweave-gb200.json", "eks-deviceclasses.json"]);
+    assert_eq!(
+        s.json["rdma"]["instanceTypes"]["gb200-4x"]["multiNodeNVLink"],
+        true
+    );
+    assert!(s.json.get("computeDomain").is_some());
+    let (pod, warnings) = injected(
+        &s,
+        &worker(
+            ("node.coreweave.cloud/type", "gb200-4x"),
+            "nvidia.com/gpu",
+            4,
+        ),
+    );
+    assert_eq!(count(&pod, "rdma/ib").as_deref(), Some("1"));
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("ComputeDomain training/train")),
+        "{warnings:?}"
+    );
+}
+
+// GPU Feature Discovery on a shape without clique labels: the row says no multi-node NVLink; never
+// on a machine the built-in table marks as NVLink.
+#[test]
+fn a_row_never_unmarks_a_built_in_nvlink_machine() {
+    let text = std::fs::read_to_string(format!("{NODES}eks-p6e-gb200.json")).unwrap();
+    let without_clique = text.replace("\"nvidia.com/gpu.clique\"", "\"example.com/not-clique\"");
+    let s = cluster_settings::settings(&[("nodes.json", &without_clique)]).unwrap();
+    assert!(s.json["aws"].get("instanceTypes").is_none(), "{}", s.yaml);
+    let dgx = settings_of(&["dgx-h100-shared.json"]);
+    assert_eq!(
+        dgx.json["rdma"]["instanceTypes"]["DGX-H100"]["multiNodeNVLink"],
+        false
+    );
+}
