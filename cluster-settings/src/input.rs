@@ -26,12 +26,24 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Reads the input named `name` (a file name, or `-`) whose text is `text`.
+    /// Reads the input named `name` (a file name, or `-`) whose text is `text`: one JSON document,
+    /// or several one after the other (`cat nodes.json nads.json`, or the three pasted together).
     pub fn add(&mut self, name: &str, text: &str) -> Result<()> {
-        let value: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
-            Err(e) => bail!("{name}: not JSON ({e}); {EXPECTED}"),
-        };
+        let mut documents = 0;
+        for value in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+            match value {
+                Ok(value) => self.document(name, &value)?,
+                Err(e) => bail!("{name}: not JSON ({e}); {EXPECTED}"),
+            }
+            documents += 1;
+        }
+        if documents == 0 {
+            bail!("{name}: empty, not JSON; {EXPECTED}");
+        }
+        Ok(())
+    }
+
+    fn document(&mut self, name: &str, value: &Value) -> Result<()> {
         let Some(kind) = value.get("kind").and_then(Value::as_str) else {
             bail!("{name}: a JSON document without a kind; {EXPECTED}");
         };
@@ -53,7 +65,7 @@ impl Cluster {
             }
             Some(_) => bail!("{name}: a {kind} whose items are not a list; {EXPECTED}"),
             None => self
-                .object(Some(kind), &value)
+                .object(Some(kind), value)
                 .map_err(|e| anyhow::anyhow!("{name}: {e}; {EXPECTED}")),
         }
     }

@@ -649,3 +649,19 @@ fn a_row_never_unmarks_a_built_in_nvlink_machine() {
         false
     );
 }
+
+// The three lists pasted one after the other (the playground's one editor, `cat` of the files):
+// read as the three files are.
+#[test]
+fn several_documents_in_one_input_read_as_several_files() {
+    let read = |f: &str| std::fs::read_to_string(format!("{NODES}{f}")).unwrap();
+    let pasted = format!("{}\n{}", read("oke-h100.json"), read("oke-nads.json"));
+    let one = cluster_settings::settings(&[("-", &pasted)]).unwrap();
+    let two = settings_of(&["oke-h100.json", "oke-nads.json"]);
+    assert_eq!(one.yaml, two.yaml);
+    assert_eq!(one.json["oci"]["network"], "default/rdma-vf");
+    let empty = cluster_settings::settings(&[("-", " \n")])
+        .unwrap_err()
+        .to_string();
+    assert!(empty.starts_with("-: empty, not JSON"), "{empty}");
+}
