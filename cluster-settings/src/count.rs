@@ -10,7 +10,7 @@ pub fn per_gpu(devices: u64, gpus: u64) -> Value {
     if devices.is_multiple_of(gpus) {
         return Value::from(devices / gpus);
     }
-    let millionths = (devices * 1_000_000).div_ceil(gpus);
+    let millionths = devices.saturating_mul(1_000_000).div_ceil(gpus);
     Value::from(millionths as f64 / 1_000_000.0)
 }
 

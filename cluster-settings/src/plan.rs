@@ -348,7 +348,7 @@ fn rdma(out: &mut Written, body: &mut Mapping, cluster: &Cluster, main: &Shape) 
         }
         Fabric::Dedicated { resource, devices } => {
             body.insert("resourceName".into(), resource.as_str().into());
-            if main.key.is_none() {
+            if main.key.is_none() && main.gpus <= crate::rows::MAX_GPUS {
                 // No row can name these nodes: the block gives their counts.
                 body.insert("devicesPerNode".into(), (*devices).into());
                 body.insert("gpusPerNode".into(), main.gpus.into());

@@ -14,6 +14,9 @@ use crate::multus;
 use crate::plan::{Written, builtin};
 use crate::shape::Shape;
 
+/// The most GPUs a row may give a node (behaviour.md §1.2).
+pub const MAX_GPUS: u64 = 64;
+
 /// How the block counts its device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rule {
@@ -89,6 +92,14 @@ pub fn rows(
             out.header.push(format!(
                 "{}: not a valid row key (a label value), so no row names it.",
                 s.title()
+            ));
+            continue;
+        }
+        if s.gpus > MAX_GPUS {
+            out.header.push(format!(
+                "{}: {} GPUs a node, more than a row's gpusPerNode may say ({MAX_GPUS}): time-slicing or MIG replicas? No row.",
+                s.title(),
+                s.gpus
             ));
             continue;
         }

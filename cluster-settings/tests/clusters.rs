@@ -665,3 +665,31 @@ fn several_documents_in_one_input_read_as_several_files() {
         .to_string();
     assert!(empty.starts_with("-: empty, not JSON"), "{empty}");
 }
+
+// Objects of the right kinds with fields of the wrong types, odd quantities and time-sliced GPUs:
+// an answer each, never a crash.
+#[test]
+fn odd_nodes_get_an_answer() {
+    let odd = [
+        r#"{"kind":"Node","metadata":{"labels":7},"status":{"allocatable":{"nvidia.com/gpu":8}}}"#,
+        r#"{"kind":"Node","metadata":null,"spec":{"providerID":3},"status":{"allocatable":{"nvidia.com/gpu":"1e3"}}}"#,
+        r#"{"kind":"NodeList","items":[{"metadata":{"name":"n"},"status":{"allocatable":{"nvidia.com/gpu":"128","rdma/ib":"99999999T"}}}]}"#,
+        r#"{"kind":"NodeList","items":[{"metadata":{"labels":{"node.kubernetes.io/instance-type":"a b"}},"status":{"allocatable":{"nvidia.com/gpu":"3","nvidia.com/hostdev":"64"}}}]}"#,
+        r#"{"kind":"List","items":[{"kind":"NetworkAttachmentDefinition","metadata":{"annotations":{"k8s.v1.cni.cncf.io/resourceName":5}}}]}"#,
+        r#"{"kind":"List","items":"x"}"#,
+        r#"{"kind":"List","items":[1]}"#,
+        r#"[]"#,
+        r#""#,
+        r#"{"kind":"Node"} {"#,
+    ];
+    for text in odd {
+        match cluster_settings::settings(&[("odd.json", text)]) {
+            Ok(s) => {
+                let answer = admission::validate_settings(s.json.to_string().as_bytes());
+                let answer: Value = serde_json::from_slice(&answer).unwrap();
+                assert_eq!(answer["valid"], true, "{text}: {answer}");
+            }
+            Err(e) => assert!(!format!("{e:#}").contains('\n'), "{text}: {e:#}"),
+        }
+    }
+}
