@@ -18,6 +18,7 @@ const GPU_COUNT_LABEL: &str = "nvidia.com/gpu.count";
 pub struct Node {
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
     pub provider_id: String,
     /// `status.allocatable`, every quantity that is a whole number.
     pub allocatable: BTreeMap<String, u64>,
@@ -48,6 +49,7 @@ impl Node {
         Node {
             name: text("/metadata/name"),
             labels: strings("/metadata/labels"),
+            annotations: strings("/metadata/annotations"),
             provider_id: text("/spec/providerID"),
             allocatable,
         }

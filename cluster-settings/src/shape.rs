@@ -20,8 +20,14 @@ pub const CLIQUE_LABEL: &str = "nvidia.com/gpu.clique";
 /// is not, the node has no multi-node NVLink.
 const GFD_LABELS: [&str; 2] = ["nvidia.com/gpu.product", "nvidia.com/gpu.present"];
 
-/// GKE's extended resource of each network a node is attached to (`<network>` and `<network>.IP`).
+/// GKE's extended resource of each network a node is attached to (`<network>` and `<network>.IP`),
+/// which the node IPAM controller of kubernetes/cloud-provider-gcp writes.
 const GKE_NETWORK_PREFIX: &str = "networking.gke.io.networks/";
+
+/// GKE's node annotation of the node's interfaces beyond the first, in order:
+/// `[{"network": ..., "ipAddress": ...}]` (kubernetes/cloud-provider-gcp
+/// `crd/apis/network/v1/annotations.go`, `NorthInterfacesAnnotationKey`).
+const GKE_INTERFACES_ANNOTATION: &str = "networking.gke.io/north-interfaces";
 
 #[derive(Debug, Clone)]
 pub struct Shape {
@@ -107,14 +113,7 @@ fn read(key: Option<(&'static str, String)>, nodes: &[&Node]) -> Shape {
         .find(|n| n.gpus().0 == gpus && fabric::offered(n, gpus).fabric == fabric)
         .copied()
         .unwrap_or(nodes[0]);
-    let mut networks: Vec<String> = typical
-        .allocatable
-        .keys()
-        .filter_map(|k| k.strip_prefix(GKE_NETWORK_PREFIX))
-        .filter(|n| !n.ends_with(".IP") && *n != "default")
-        .map(str::to_owned)
-        .collect();
-    networks.sort_by_key(|n| natural(n));
+    let networks = gke_networks(typical);
     Shape {
         key,
         nodes: nodes.len(),
@@ -132,6 +131,37 @@ fn read(key: Option<(&'static str, String)>, nodes: &[&Node]) -> Shape {
             .label(multinode_networking_policy::clouds::ACCELERATOR_LABEL)
             .map(str::to_owned),
     }
+}
+
+/// The GKE networks a node is attached to, but the default one: its interfaces' annotation, in
+/// the interfaces' order, else its networks' resources, in the names' order.
+fn gke_networks(node: &Node) -> Vec<String> {
+    let listed = node
+        .annotations
+        .get(GKE_INTERFACES_ANNOTATION)
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .and_then(|value| {
+            value.as_array().map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i.get("network")?.as_str().map(str::to_owned))
+                    .filter(|n| n != "default")
+                    .collect::<Vec<String>>()
+            })
+        })
+        .unwrap_or_default();
+    if !listed.is_empty() {
+        return listed;
+    }
+    let mut networks: Vec<String> = node
+        .allocatable
+        .keys()
+        .filter_map(|k| k.strip_prefix(GKE_NETWORK_PREFIX))
+        .filter(|n| !n.ends_with(".IP") && *n != "default")
+        .map(str::to_owned)
+        .collect();
+    networks.sort_by_key(|n| natural(n));
+    networks
 }
 
 /// `rdma-10` after `rdma-9`: the text with its numbers compared as numbers.
@@ -159,7 +189,22 @@ fn natural(name: &str) -> Vec<(String, u64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::natural;
+    use super::*;
+
+    #[test]
+    fn gke_networks_in_the_interfaces_order_else_by_name() {
+        let node = Node::read(&serde_json::json!({
+            "metadata": {"annotations": {GKE_INTERFACES_ANNOTATION:
+                r#"[{"network":"vpc2","ipAddress":"10.1.0.2"},{"network":"vpc1","ipAddress":"10.0.0.2"}]"#}},
+            "status": {"allocatable": {"networking.gke.io.networks/vpc1": "1", "networking.gke.io.networks/vpc2": "1"}}
+        }));
+        assert_eq!(gke_networks(&node), ["vpc2", "vpc1"]);
+        let node = Node::read(&serde_json::json!({
+            "status": {"allocatable": {"networking.gke.io.networks/vpc2": "1", "networking.gke.io.networks/vpc2.IP": "1",
+                "networking.gke.io.networks/vpc1": "1", "networking.gke.io.networks/default": "1"}}
+        }));
+        assert_eq!(gke_networks(&node), ["vpc1", "vpc2"]);
+    }
 
     #[test]
     fn networks_in_natural_order() {
