@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+pub use crate::claims::CHANNEL_CLASS;
 use crate::claims::{PodClaim, PodClaims};
 use crate::error::Error;
 use crate::json::lenient::{Entry, item_named, members, read_members, string};
@@ -20,10 +21,6 @@ use crate::k8s::names::is_dns1123_subdomain;
 use crate::merge::{Read, expect_read, items, object};
 use crate::preflight::{self, COMPUTE_DOMAIN, Host, Mode};
 use crate::settings::ComputeDomain;
-
-/// The DeviceClass of a ComputeDomain's channel (kubernetes-sigs/dra-driver-nvidia-gpu,
-/// `templates/compute-domain-workload-claim-template.tmpl.yaml`): always IMEX channel 0.
-pub const CHANNEL_CLASS: &str = "compute-domain-default-channel.nvidia.com";
 
 /// The pod claim's name, as every vendor's GB200 worker writes it (AWS awsome-distributed-training
 /// `nccl-tests-gb200.yaml`, Google's `nccl-test-imex-a4x.yaml`, NVIDIA's `demo/specs/imex/`).

@@ -115,11 +115,25 @@ fn with_block(case: &Case, label: &str, more: Value) -> Value {
     settings
 }
 
-/// The case's cluster, with the worker's ComputeDomain (named by its label) and the channel
-/// template its controller writes.
+/// The case's cluster, with the worker's ComputeDomain (named by its label), the channel template
+/// its controller writes, and the fabric's templates that `deploy/` ships for the DRA vendor files
+/// (applied in the pod's namespace, as the README says), which a running pod's claims were made
+/// from.
 fn cluster_of(case: &Case, pod: &Value, label: &str, template: &str) -> Cluster {
     let mut cluster = case.cluster.clone().unwrap_or_default();
     let namespace = pod["metadata"]["namespace"].clone();
+    let root = case_runner::repo_root();
+    for file in [
+        "deploy/aws/dra/efa-claim-templates.yaml",
+        "deploy/gcp/dra/default-rdma.yaml",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let mut object: Value = serde::Deserialize::deserialize(document).unwrap();
+            object["metadata"]["namespace"] = namespace.clone();
+            cluster.objects.push(object);
+        }
+    }
     let domain = pod["metadata"]["labels"][label].clone();
     assert!(domain.is_string(), "{}: no label {label}", case.name);
     cluster.objects.push(json!({
@@ -194,7 +208,12 @@ fn the_auditor_refuses_a_wired_worker_without_its_channel_naming_the_domain() {
             instance.validate(&request, &auditor).expect("an answer")
         };
         let passed = audit(&wired);
-        assert!(passed.accepted && passed.mutated_object.is_none(), "{name}");
+        assert!(
+            passed.accepted && passed.mutated_object.is_none(),
+            "{name}: {:?} {:?}",
+            passed.message,
+            passed.warnings
+        );
         let refused = audit(&without_claim(&wired, "compute-domain-channel"));
         let message = refused.message.unwrap_or_default();
         let domain = wired["metadata"]["labels"][label].as_str().unwrap();

@@ -115,6 +115,15 @@ mod tests {
     }
 
     #[test]
+    fn a_values_files_block_is_taken_whole_the_policys_own_keys_too() {
+        let block = json!({"aws": {"enabled": true},
+                           "computeDomain": {"fromLabel": "training.kubeflow.org/job-name"}});
+        let values = json!({"image": {"tag": "1"}, "jobs": {"multinodeNetworking": block}});
+        assert_eq!(settings_block(values), block);
+        assert_eq!(settings_block(block.clone()), block);
+    }
+
+    #[test]
     fn a_create_carries_the_object_and_no_old_one() {
         let request = admission_request("CREATE", &pod_kind(), &pod());
         assert_eq!(request["object"], pod());

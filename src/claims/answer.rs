@@ -8,8 +8,12 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::compute_domain::CHANNEL_CLASS;
 use crate::json::lenient::{Members, item_named, items, members, read_members, string};
+
+/// The DeviceClass of a ComputeDomain's channel (kubernetes-sigs/dra-driver-nvidia-gpu,
+/// `templates/compute-domain-workload-claim-template.tmpl.yaml`): always IMEX channel 0. A claim
+/// that requests it is a pod's channel (behaviour.md §3.11).
+pub const CHANNEL_CLASS: &str = "compute-domain-default-channel.nvidia.com";
 
 /// The devices of a claim that the policy counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 
 mod answer;
 
-pub use answer::{Answer, Classes, Counted, Holder, read_answer};
+pub use answer::{Answer, CHANNEL_CLASS, Classes, Counted, Holder, read_answer};
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -252,4 +252,4 @@ impl<'h> Memo<'h> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -14,8 +14,9 @@ fn aws(more: Value) -> Config<'static> {
     config_of(settings)
 }
 
-/// A fixture cluster's list answer for the object named in the request, from `objects`.
-fn cluster<'o>(
+/// A fixture cluster's list answer for the object named in the request, from `objects`, each
+/// request kept in `calls`.
+pub(crate) fn cluster<'o>(
     objects: &'o [Value],
     calls: &'o RefCell<Vec<Value>>,
 ) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + 'o {

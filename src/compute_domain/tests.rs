@@ -2,6 +2,8 @@
 
 use std::cell::RefCell;
 
+use crate::claims::tests::cluster;
+
 use serde_json::{Value, json};
 
 use super::*;
@@ -14,27 +16,6 @@ fn domain(name: &str, template: &str) -> Value {
     json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
            "metadata": {"name": name, "namespace": "jobs"},
            "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": template}}}})
-}
-
-/// A host that lists `objects` by name and records each request.
-fn cluster<'o>(
-    objects: &'o [Value],
-    calls: &'o RefCell<Vec<Value>>,
-) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + 'o {
-    move |operation: &str, request: &[u8]| {
-        assert_eq!(operation, preflight::LIST);
-        let request: Value = serde_json::from_slice(request).expect("JSON");
-        calls.borrow_mut().push(request.clone());
-        let name = request["field_selector"]
-            .as_str()
-            .and_then(|s| s.strip_prefix("metadata.name="))
-            .expect("narrowed to a name");
-        let items: Vec<&Value> = objects
-            .iter()
-            .filter(|o| o["kind"] == request["kind"] && o["metadata"]["name"] == name)
-            .collect();
-        Some(json!({"items": items}).to_string().into_bytes())
-    }
 }
 
 fn pod_text(labels: Value, claims: Value) -> String {
