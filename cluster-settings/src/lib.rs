@@ -6,9 +6,10 @@
 //!
 //! The flow: [`input`] reads the objects; [`kind`] tells the cloud from each node; [`shape`]
 //! groups the GPU nodes by shape, each with the fabric [`fabric`] reads from its allocatable
-//! resources; [`plan`] chooses the block and writes it, with [`gcp`], [`multus`] and [`dra`] for
+//! resources; [`plan`] chooses the block and writes it, with [`blocks`] and [`gcp`], [`multus`] and [`dra`] for
 //! what they know, and [`rows`] the instance rows; [`write`] renders the YAML with its comments.
 
+pub mod blocks;
 pub mod count;
 pub mod dra;
 pub mod fabric;
