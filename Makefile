@@ -12,6 +12,7 @@ CARGO       ?= cargo
 CLOUD       ?= aws
 POD         ?=
 SETTINGS    ?=
+CLUSTER     ?=
 KWCTL       ?= kwctl
 # Binaryen's optimizer after rustc: the same code in about 15% fewer bytes (BENCHMARKS.md), its
 # passes run until they take nothing more off. `--low-memory-unused` lets it fold a constant added
@@ -61,6 +62,14 @@ preview: annotated-policy.wasm
 	$(CARGO) run --locked -q -p preview -- --module $(CURDIR)/annotated-policy.wasm --cloud $(CLOUD) \
 		$(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
 
+# Settings from the cluster: what `kubectl get nodes -o json` (and the NetworkAttachmentDefinitions'
+# and DeviceClasses' lists) printed, in files separated by spaces (`-`: standard input), read into
+# the settings for that cluster, printed on standard output with comments (README, "Your cluster").
+.PHONY: settings
+settings:
+	@test -n "$(CLUSTER)" || { echo 'make settings: give the files, CLUSTER="nodes.json [nads.json] [deviceclasses.json]" (- for standard input)' >&2; exit 2; }
+	$(CARGO) run --locked -q -p cluster-settings -- $(CLUSTER)
+
 # Benchmarks (not tests): the policy against a baseline module on the same SDK (BENCHMARKS.md).
 # The host is built with the bench-host profile: optimized, without the module's slow lto. The
 # baseline goes through the same wasm-opt, so that the ratios compare like with like.
@@ -79,7 +88,8 @@ test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-tes
 # the runner e2e-tests runs them by through the module; case-runner's own tests check its checks.
 .PHONY: unit-tests
 unit-tests:
-	$(CARGO) test --locked -p multinode-networking-policy -p case-runner -p policy-payload -p playground
+	$(CARGO) test --locked -p multinode-networking-policy -p case-runner -p policy-payload -p playground \
+		-p cluster-settings
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
 # annotate again in the policy-metadata tool's tests.

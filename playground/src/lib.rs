@@ -3,8 +3,9 @@
 //! cannot drift from what the policy server runs. Around them, [`review`] does what the policy
 //! server does for one pod: it checks the settings, builds the payload (with `policy_payload`, as
 //! the end-to-end tests do), calls `validate` and computes the JSON Patch from the answer with
-//! `json_patch::diff`, as the policy server does. wasm-bindgen stays in this crate: the policy's
-//! waPC module never links it.
+//! `json_patch::diff`, as the policy server does. [`cluster_settings`] writes settings from a
+//! cluster's nodes with the function `make settings` calls. wasm-bindgen stays in this crate: the
+//! policy's waPC module never links it.
 
 use multinode_networking_policy::admission;
 use policy_payload::{AdmissionRequest, Payload, pod_kind, settings_block};
@@ -88,6 +89,18 @@ fn patch(pod: &Value, answer: &[u8]) -> Result<Option<String>, String> {
             Ok(Some(format!("[\n  {}\n]", operations.join(",\n  "))))
         }
         _ => Ok(None),
+    }
+}
+
+/// Settings from the cluster: what `kubectl get nodes -o json` (and the NADs' and DeviceClasses'
+/// lists, pasted after it) printed, read by the same function as `make settings`
+/// (`cluster_settings::settings`). Answers `{"yaml": <the settings document with its comments>}`,
+/// or `{"error": <one sentence saying what was expected>}`.
+#[wasm_bindgen]
+pub fn cluster_settings(cluster: &str) -> String {
+    match cluster_settings::settings(&[("the cluster's JSON", cluster)]) {
+        Ok(settings) => json!({ "yaml": settings.yaml }).to_string(),
+        Err(error) => json!({ "error": format!("{error:#}") }).to_string(),
     }
 }
 
@@ -196,6 +209,27 @@ mod tests {
         assert_eq!(answer(&review)["accepted"], true);
         assert_eq!(answer(&review)["mutated_object"], Value::Null);
         assert_eq!(review["patch"], Value::Null);
+    }
+
+    #[test]
+    fn settings_from_the_cluster_are_the_commands() {
+        let nodes = r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node",
+            "metadata":{"name":"n","labels":{"node.kubernetes.io/instance-type":"p5.48xlarge"}},
+            "spec":{"providerID":"aws:///us-east-1a/i-0"},
+            "status":{"allocatable":{"nvidia.com/gpu":"8","vpc.amazonaws.com/efa":"32"}}}]}"#;
+        let answer: Value = serde_json::from_str(&cluster_settings(nodes)).unwrap();
+        let yaml = answer["yaml"].as_str().unwrap();
+        let expected = cluster_settings::settings(&[("nodes.json", nodes)]).unwrap();
+        assert_eq!(yaml, expected.yaml);
+        assert!(yaml.contains("efaDevicesPerGPU: 4"), "{yaml}");
+        let refused: Value = serde_json::from_str(&cluster_settings("nodes:")).unwrap();
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("the cluster's JSON: not JSON"),
+            "{refused}"
+        );
     }
 
     #[test]

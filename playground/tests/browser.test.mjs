@@ -414,6 +414,37 @@ test('a bad setting shows the policy server\'s error, naming the field', async (
   await page.close();
 });
 
+// Settings from the cluster: an EKS cluster's nodes (cluster-settings/tests/nodes/eks-p5.json: two
+// p5.48xlarge, 32 EFA each) pasted in, the settings pane gets what `make settings` writes (4 EFA per
+// GPU for pods that name no type), and the example worker, 8 GPUs on a p5.48xlarge, gets its 32.
+test('nodes pasted from kubectl give the settings pane the settings for that cluster', async () => {
+  const page = await open();
+  await page.click('#cluster-panel summary');
+  await page.fill('#cluster', readFileSync(join(root, 'cluster-settings/tests/nodes/eks-p5.json'), 'utf8'));
+  await page.click('#cluster-write');
+  await page.waitForFunction(() => document.getElementById('cluster-status').dataset.state === 'valid');
+  let shown = await view(page);
+  assert.match(shown.settings, /^# Read from 3 nodes \(2 with GPUs\) of one EKS cluster/);
+  assert.match(shown.settings, /^aws:\n {2}enabled: true\n/m);
+  assert.match(shown.settings, /^ {2}efaDevicesPerGPU: 4$/m);
+  assert.match(shown.settings, /examples\/settings\/vendor\/aws\.yaml/);
+  assert.equal(shown.settingsStatus.state, 'valid');
+  assert.equal(shown.cloud, 'aws');
+  assert.equal(shown.verdict, 'mutated');
+  assert.equal(added(shown).filter((text) => text.includes('vpc.amazonaws.com/efa: "32"')).length, 2);
+
+  // What is not the JSON of nodes is refused under the editor, in one sentence, and the settings stay.
+  const before = shown.settings;
+  await page.fill('#cluster', 'kind: NodeList\n');
+  await page.click('#cluster-write');
+  await page.waitForFunction(() => document.getElementById('cluster-status').dataset.state === 'invalid');
+  const status = await page.textContent('#cluster-status');
+  assert.match(status, /^the cluster's JSON: not JSON .*expected the JSON that `kubectl get nodes -o json` prints/);
+  shown = await view(page);
+  assert.equal(shown.settings, before);
+  await page.close();
+});
+
 test('the malformed pod shows the rejection, and the pod that is not opted in is unchanged', async () => {
   const page = await open();
   await page.selectOption('#pod-example', 'pods/malformed.yaml');

@@ -31,7 +31,7 @@ test("the policy's waPC module imports only from its waPC host and WASI", () => 
 test("the page's module has the policy's calls and none of waPC's", () => {
   const { imports, exports } = interface_(page);
   assert.deepEqual([...imports], ['./playground_bg.js']);
-  for (const call of ['validate', 'validate_settings', 'review']) {
+  for (const call of ['validate', 'validate_settings', 'review', 'cluster_settings']) {
     assert.ok(exports.includes(call), `no ${call} in ${exports.join(', ')}`);
   }
   assert.ok(!exports.includes('wapc_init') && !exports.includes('__guest_call'), exports.join(', '));

@@ -4,7 +4,7 @@
 // settings but how to switch the cloud: the rest is passed through, and the policy's messages
 // are shown as they are.
 
-import init, { review, validate, validate_settings } from 'playground:glue';
+import init, { cluster_settings, review, validate, validate_settings } from 'playground:glue';
 import wasm from 'playground:wasm';
 import examples from 'playground:examples';
 import { isMap, parseDocument } from 'yaml';
@@ -38,7 +38,7 @@ async function main() {
   performance.mark('policy-ready');
   // The policy's calls, for the browser test and the curious: `validate` and `validate_settings`
   // take and give the same bytes as the waPC module's.
-  window.playground = { validate, validate_settings, review };
+  window.playground = { validate, validate_settings, review, cluster_settings };
 
   menu($('cloud'), [[YOUR_OWN, '—'], ...CLOUDS]);
   for (const [id, files] of [['settings', examples.settings], ['pod', examples.pods]]) {
@@ -75,6 +75,7 @@ async function main() {
     switchCloud(e.target.value);
     update();
   });
+  $('cluster-write').addEventListener('click', writeFromCluster);
   $('copy').addEventListener('click', copyLink);
   window.addEventListener('hashchange', async () => {
     const state = location.hash.slice(1) === written ? null : await decode(location.hash.slice(1));
@@ -316,6 +317,23 @@ async function share(mine) {
   } catch {
     // Some browsers refuse history changes on file:// pages; the link still holds the state.
   }
+}
+
+// Settings from the cluster's JSON, by the function `make settings` calls: they replace the
+// settings pane's, and the page answers for them; a refusal stays under the cluster's editor.
+function writeFromCluster() {
+  const result = JSON.parse(cluster_settings($('cluster').value));
+  const status = $('cluster-status');
+  if (result.error) {
+    status.textContent = result.error;
+    status.dataset.state = 'invalid';
+    return;
+  }
+  $('settings').value = result.yaml;
+  $('settings-example').value = YOUR_OWN;
+  status.textContent = 'Written into the settings below: the comments say what was read, and which vendor file holds what the nodes cannot tell.';
+  status.dataset.state = 'valid';
+  update();
 }
 
 async function copyLink() {
