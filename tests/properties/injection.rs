@@ -163,3 +163,38 @@ proptest! {
         }
     }
 }
+
+/// How many mounts of the volume `name` the pod's containers and init containers make.
+fn mounts_of(pod: &Value, name: &str) -> usize {
+    ["/spec/containers", "/spec/initContainers"]
+        .into_iter()
+        .flat_map(|list| as_list(pod.pointer(list)))
+        .flat_map(|container| as_list(container.get("volumeMounts")))
+        .filter(|mount| mount["name"] == name)
+        .count()
+}
+
+proptest! {
+    #![proptest_config(crate::config())]
+
+    #[test]
+    fn a_host_volume_is_declared_only_for_the_policys_mounts((settings, pod) in case()) {
+        // behaviour.md §4: a host directory the policy declares is one some mount it added
+        // needs; a container's own mount of one of its names (a helper's, writable) is the
+        // user's to declare.
+        let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
+            return Ok(());
+        };
+        let before: Vec<&Value> = as_list(pod.pointer("/spec/volumes")).iter().map(|v| &v["name"]).collect();
+        for volume in as_list(mutated.pointer("/spec/volumes")) {
+            let name = volume["name"].as_str().unwrap_or_default();
+            if volume.get("hostPath").is_none() || before.contains(&&volume["name"]) {
+                continue;
+            }
+            prop_assert!(
+                mounts_of(&mutated, name) > mounts_of(&pod, name),
+                "host volume {} declared for the user's mounts only: {}", name, mutated
+            );
+        }
+    }
+}
