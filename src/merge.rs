@@ -187,10 +187,12 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
 pub fn add_env<'a>(
     container: &mut Object<'_>,
     vars: &RenderedItems<'_, EnvVar<'a>>,
+    leave_out: &[&str],
 ) -> Result<Vec<Cow<'a, str>>, Error> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
-    let (text, missing) = vars.select(|var| !existing.contains(&var.name));
+    let (text, missing) =
+        vars.select(|var| !existing.contains(&var.name) && !leave_out.contains(&var.name.as_ref()));
     append(container, "env", text)?;
     Ok(missing.into_iter().map(|var| var.name.clone()).collect())
 }
@@ -397,7 +399,7 @@ pub(crate) mod tests {
     const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];
 
     fn add_vars(c: &mut Object<'_>) -> Result<Vec<Cow<'static, str>>, Error> {
-        add_env(c, &RenderedItems::new(VARS))
+        add_env(c, &RenderedItems::new(VARS), &[])
     }
 
     #[test]

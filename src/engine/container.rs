@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use super::added::{Container, Resource};
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
-use crate::json::lenient::{Loose, Text};
+use crate::json::lenient::{Entry, Loose, Text};
 use crate::json::object::{Node, Object};
 use crate::json::write::{RenderedItems, compact, render_string};
 use crate::k8s::quantity::{self, Problem};
@@ -208,7 +208,8 @@ pub(super) fn inject_container<'a>(
     if let Some(cpu) = &profile.default_cpu_request {
         gained.resources.extend(default_cpu(container, cpu)?);
     }
-    gained.env = add_env(container, &additions.env)?;
+    let unmounted = files_without_mount(container, additions)?;
+    gained.env = add_env(container, &additions.env, &unmounted)?;
     let mounts = add_mounts(container, &additions.mounts)?;
     gained.mounts = mounts.volumes;
     let shadowed = mounts
@@ -227,6 +228,53 @@ pub(super) fn inject_container<'a>(
         twice,
         rails,
     })
+}
+
+/// The names of the profile's env entries that name a file in one of its mounts (the topology
+/// file `NCCL_TOPO_FILE=/etc/nccl/nccl-topo.xml` in `nccl-topo`'s) where the container will have
+/// nothing at that mount's path: the policy's mount left out (the pod's own volume of that name
+/// differs, behaviour.md §4) and no mount of the container's own there. Such a variable would
+/// point NCCL at a file that is not there.
+fn files_without_mount<'p>(
+    container: &Object<'_>,
+    additions: &Additions<'p, '_>,
+) -> Result<Vec<&'p str>, Error> {
+    let profile = additions.profile;
+    let in_mount = |value: &str, path: &str| {
+        value
+            .strip_prefix(path)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    let files: Vec<(&'p str, &Mount<'_>)> = profile
+        .env
+        .iter()
+        .filter_map(|var| {
+            let mount = profile
+                .mounts
+                .iter()
+                .find(|m| in_mount(&var.value, &m.path))?;
+            Some((var.name.as_ref(), mount))
+        })
+        .collect();
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    let existing = crate::merge::items::<Entry<'_>>(container, "volumeMounts")?;
+    let mounted = |mount: &Mount<'_>| {
+        let at_path = existing
+            .iter()
+            .any(|m| m.mount_path.as_str() == Some(&mount.path));
+        let ours_added = additions.mounts.items().any(|m| m.volume == mount.volume)
+            && !existing
+                .iter()
+                .any(|m| m.name.as_str() == Some(mount.volume));
+        at_path || ours_added
+    };
+    Ok(files
+        .into_iter()
+        .filter(|(_, mount)| !mounted(mount))
+        .map(|(name, _)| name)
+        .collect())
 }
 
 /// Sets the device in both `requests` and `limits` (extended resources must be equal in both).

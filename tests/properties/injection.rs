@@ -198,3 +198,41 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(crate::config())]
+
+    #[test]
+    fn the_topology_file_is_set_only_with_its_mount((settings, pod) in case()) {
+        // behaviour.md §4: an env entry naming a file in one of the fabric's mounts is added
+        // only to a container that has a mount at that path once wired: Azure's
+        // NCCL_TOPO_FILE=/etc/nccl/nccl-topo.xml where the pod's own nccl-topo volume differs
+        // and the container mounts nothing at /etc/nccl would name a file that is not there.
+        let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
+            return Ok(());
+        };
+        let before = as_list(pod.pointer("/spec/containers"));
+        for (at, container) in as_list(mutated.pointer("/spec/containers")).iter().enumerate() {
+            let has = |c: Option<&Value>| {
+                c.map(|c| as_list(c.get("env")))
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|e| e["name"] == "NCCL_TOPO_FILE")
+            };
+            if !has(Some(container)) || has(before.get(at)) {
+                continue;
+            }
+            let value = as_list(container.get("env"))
+                .into_iter()
+                .find(|e| e["name"] == "NCCL_TOPO_FILE")
+                .and_then(|e| e["value"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            let mounted = as_list(container.get("volumeMounts")).iter().any(|m| {
+                m["mountPath"].as_str().is_some_and(|p| {
+                    value.strip_prefix(p).is_some_and(|rest| rest.starts_with('/'))
+                })
+            });
+            prop_assert!(mounted, "NCCL_TOPO_FILE={} without a mount there: {}", value, container);
+        }
+    }
+}
