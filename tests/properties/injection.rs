@@ -203,11 +203,24 @@ proptest! {
     #![proptest_config(crate::config())]
 
     #[test]
-    fn the_topology_file_is_set_only_with_its_mount((settings, pod) in case()) {
+    fn the_topology_file_is_set_only_with_its_mount((settings, mut pod) in case(), conflict in any::<bool>()) {
         // behaviour.md §4: an env entry naming a file in one of the fabric's mounts is added
         // only to a container that has a mount at that path once wired: Azure's
         // NCCL_TOPO_FILE=/etc/nccl/nccl-topo.xml where the pod's own nccl-topo volume differs
         // and the container mounts nothing at /etc/nccl would name a file that is not there.
+        // Half the pods get such a volume: drawn at random it is rare.
+        if conflict {
+            if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+                let mut volumes: Vec<Value> = spec
+                    .get("volumes")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                volumes.retain(|v| v["name"] != "nccl-topo");
+                volumes.push(json!({"name": "nccl-topo", "configMap": {"name": "my-topology"}}));
+                spec.insert("volumes".into(), Value::Array(volumes));
+            }
+        }
         let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
             return Ok(());
         };
