@@ -44,6 +44,9 @@ pub(super) struct Wiring<'p, 'a> {
     pub(super) other_claims: bool,
     /// The volumes the policy mounted, in containers and the sidecar.
     mounted: Vec<&'static str>,
+    /// The fabric's networks the pod's own GKE interface list lacks, and how many NICs the
+    /// fabric wants.
+    pub(super) lacking_interfaces: Option<(Vec<String>, usize)>,
     /// The profile's volumes the pod now declares.
     pub(super) present: Vec<&'static str>,
 }
@@ -92,7 +95,9 @@ pub(super) fn pod<'p, 'a>(
         rails: &wiring.rails,
         namespace: facts.namespace.as_deref(),
     };
-    wiring.added.annotations = annotate(pod, profile, &devices, claimed)?;
+    let annotated = annotate(pod, profile, &devices, claimed)?;
+    wiring.added.annotations = annotated.added;
+    wiring.lacking_interfaces = annotated.lacking;
     wiring.added.containers.retain(|gained| !gained.is_empty());
     Ok(wiring)
 }
@@ -172,6 +177,7 @@ impl<'p, 'a> Wiring<'p, 'a> {
             claim_template: None,
             other_claims: false,
             mounted: Vec::new(),
+            lacking_interfaces: None,
             present: Vec::new(),
         }
     }

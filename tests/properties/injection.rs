@@ -236,7 +236,7 @@ proptest! {
                 continue;
             }
             let value = as_list(container.get("env"))
-                .into_iter()
+                .iter()
                 .find(|e| e["name"] == "NCCL_TOPO_FILE")
                 .and_then(|e| e["value"].as_str().map(str::to_string))
                 .unwrap_or_default();
