@@ -204,6 +204,15 @@ pub fn add_mounts<'m, 'a>(
     mounts: &RenderedItems<'m, Mount<'a>>,
 ) -> Result<Mounted<'m, 'a>, Error> {
     let existing = items::<Entry<'_>>(container, "volumeMounts")?;
+    add_mounts_beside(container, mounts, &existing)
+}
+
+/// [`add_mounts`], the container's `volumeMounts` read already (`existing`).
+pub fn add_mounts_beside<'m, 'a>(
+    container: &mut Object<'_>,
+    mounts: &RenderedItems<'m, Mount<'a>>,
+    existing: &[Entry<'_>],
+) -> Result<Mounted<'m, 'a>, Error> {
     let free = |mount: &Mount| {
         !existing.iter().any(|m| {
             m.name.as_str() == Some(mount.volume) || m.mount_path.as_str() == Some(&mount.path)

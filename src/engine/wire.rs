@@ -17,7 +17,9 @@ use crate::profile::COUNT;
 use super::annotations::{Devices, annotate};
 use super::channel;
 use super::claim::Claim;
-use super::container::{Additions, ContainerDone, GpuContainer, container_name, inject_container};
+use super::container::{
+    Additions, ContainerDone, GpuContainer, container_name, files_in_mounts, inject_container,
+};
 use super::read::Reading;
 use super::sidecar::add_sidecar;
 
@@ -160,6 +162,7 @@ fn additions<'p, 'a>(facts: &'p Reading<'a>, claimed: bool) -> Additions<'p, 'a>
                 .iter()
                 .filter(|m| !skipped.contains(&m.volume)),
         ),
+        files: files_in_mounts(profile),
     }
 }
 
