@@ -45,6 +45,9 @@ pub enum Error {
     ClaimTemplate { message: String },
     /// `preflight: reject` and an object the injection refers to is missing (behaviour.md §9).
     Preflight { message: String },
+    /// The pod's annotations, with the policy's, would be more than the API server accepts
+    /// (behaviour.md §4): their total, and the keys the policy set or extended.
+    AnnotationsTooLarge { total: usize, keys: String },
 }
 
 pub const MAX_NETWORKS: u64 = 128;
@@ -157,6 +160,11 @@ impl fmt::Display for Error {
             ),
             Error::Unreadable { reason } => write!(f, "cannot read the pod: {reason}"),
             Error::ClaimTemplate { message } | Error::Preflight { message } => f.write_str(message),
+            Error::AnnotationsTooLarge { total, keys } => write!(
+                f,
+                "multi-node networking: with the annotations the policy adds ({keys}) the pod's annotations would total {total} bytes, keys and values, more than the {} the API server accepts; nothing was injected: shorten the pod's own annotations, or opt it out of multi-node networking",
+                crate::engine::MAX_ANNOTATIONS_SIZE
+            ),
         }
     }
 }

@@ -187,10 +187,12 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
 pub fn add_env<'a>(
     container: &mut Object<'_>,
     vars: &RenderedItems<'_, EnvVar<'a>>,
+    leave_out: &[&str],
 ) -> Result<Vec<Cow<'a, str>>, Error> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
-    let (text, missing) = vars.select(|var| !existing.contains(&var.name));
+    let (text, missing) =
+        vars.select(|var| !existing.contains(&var.name) && !leave_out.contains(&var.name.as_ref()));
     append(container, "env", text)?;
     Ok(missing.into_iter().map(|var| var.name.clone()).collect())
 }
@@ -202,6 +204,15 @@ pub fn add_mounts<'m, 'a>(
     mounts: &RenderedItems<'m, Mount<'a>>,
 ) -> Result<Mounted<'m, 'a>, Error> {
     let existing = items::<Entry<'_>>(container, "volumeMounts")?;
+    add_mounts_beside(container, mounts, &existing)
+}
+
+/// [`add_mounts`], the container's `volumeMounts` read already (`existing`).
+pub fn add_mounts_beside<'m, 'a>(
+    container: &mut Object<'_>,
+    mounts: &RenderedItems<'m, Mount<'a>>,
+    existing: &[Entry<'_>],
+) -> Result<Mounted<'m, 'a>, Error> {
     let free = |mount: &Mount| {
         !existing.iter().any(|m| {
             m.name.as_str() == Some(mount.volume) || m.mount_path.as_str() == Some(&mount.path)
@@ -397,7 +408,7 @@ pub(crate) mod tests {
     const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];
 
     fn add_vars(c: &mut Object<'_>) -> Result<Vec<Cow<'static, str>>, Error> {
-        add_env(c, &RenderedItems::new(VARS))
+        add_env(c, &RenderedItems::new(VARS), &[])
     }
 
     #[test]

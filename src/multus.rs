@@ -44,7 +44,12 @@ pub fn annotation(
         }
         let current = value.as_deref().or(existing).unwrap_or("");
         let (network, wanted) = (attachment.network, attachment.wanted);
-        let merged = if current.trim().starts_with('[') {
+        // Multus reads a value holding any of `[`, `{` or `"` as JSON, and as a list of
+        // network selections only (`parsePodNetworkAnnotation` in Multus's
+        // `pkg/k8sclient/k8sclient.go`: `strings.ContainsAny(podNetworks, "[{\"")`, then
+        // `json.Unmarshal` into `[]*NetworkSelectionElement`): `{"name":"a"}` is no short form,
+        // and extending it as one would give a value Multus cannot parse.
+        let merged = if is_json_form(current) {
             merge_json(current, network, wanted, namespace)?
         } else {
             merge_short(current, network, wanted, namespace)
@@ -68,6 +73,11 @@ pub fn annotation(
         value: render_string(&value),
         attached,
     }))
+}
+
+/// Whether Multus reads `value` as its JSON form (see [`annotation`]).
+pub fn is_json_form(value: &str) -> bool {
+    value.contains(['[', '{', '"'])
 }
 
 /// The annotation's new value, and what it gained.
@@ -403,5 +413,20 @@ mod tests {
             merge(Some(r#"["a"] x"#), SRIOV, RESOURCE, 1),
             Err(Error::UnreadableNetworks { .. })
         ));
+        // Multus reads any value holding `[`, `{` or `"` as a JSON list
+        // (`parsePodNetworkAnnotation`): an object, or a string, is not one.
+        for json_not_a_list in [
+            r#"{"name":"a"}"#,
+            r#" {"name":"a","namespace":"b"}"#,
+            r#""a""#,
+        ] {
+            assert!(
+                matches!(
+                    merge(Some(json_not_a_list), SRIOV, RESOURCE, 1),
+                    Err(Error::UnreadableNetworks { .. })
+                ),
+                "{json_not_a_list}"
+            );
+        }
     }
 }

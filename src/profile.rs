@@ -491,6 +491,13 @@ impl Network<'_> {
     pub fn qualified(&self) -> &str {
         &self.0
     }
+
+    /// Whether the two may name one attachment in some pod: the same name, and the same
+    /// namespace or one of them none (the pod's, which may be the other's).
+    pub fn same_attachment(&self, other: &Network<'_>) -> bool {
+        let ((a_space, a), (b_space, b)) = (self.parts(), other.parts());
+        a == b && (a_space == b_space || a_space.is_none() || b_space.is_none())
+    }
 }
 
 #[cfg(test)]

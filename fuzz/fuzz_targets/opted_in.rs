@@ -104,6 +104,40 @@ fn without_channel_warnings(verdict: &Verdict) -> Verdict {
     }
 }
 
+/// How many mounts of the volume `name` the pod's containers and init containers make.
+fn mounts_of(pod: &Value, name: &str) -> usize {
+    ["/spec/containers", "/spec/initContainers"]
+        .into_iter()
+        .filter_map(|list| pod.pointer(list).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|container| container.get("volumeMounts").and_then(Value::as_array))
+        .flatten()
+        .filter(|mount| mount["name"] == name)
+        .count()
+}
+
+/// A hostPath volume the mutation declares is one a mount it added needs (behaviour.md §4): a
+/// mount the user wrote of one of the policy's volume names is the user's to declare.
+fn host_volumes_for_own_mounts(before: &Value, after: &Value) -> Result<(), String> {
+    let volumes = |pod: &Value| {
+        pod.pointer("/spec/volumes")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let had = volumes(before);
+    for volume in volumes(after) {
+        let name = volume["name"].as_str().unwrap_or_default();
+        if volume.get("hostPath").is_none() || had.iter().any(|v| v["name"] == volume["name"]) {
+            continue;
+        }
+        if mounts_of(after, name) <= mounts_of(before, name) {
+            return Err(format!("host volume {name} declared for the user's mounts only"));
+        }
+    }
+    Ok(())
+}
+
 /// The mutated pod of a mutation, decoded from the text the policy writes.
 fn mutated_pod(verdict: Verdict) -> Option<Value> {
     match verdict {
@@ -257,6 +291,9 @@ fuzz_target!(|data: &[u8]| {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         if let Err(e) = added_interfaces(&pod, &mutated) {
+            panic!("{e}\ninput: {pod}\nmutated: {mutated}");
+        }
+        if let Err(e) = host_volumes_for_own_mounts(&pod, &mutated) {
             panic!("{e}\ninput: {pod}\nmutated: {mutated}");
         }
         let before = claim_rules::violations(&pod);

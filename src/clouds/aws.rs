@@ -6,7 +6,7 @@ use super::{
     Cloud, DEVICE_CLAIM, Fabric, Key, Kind, Machine, SHARED_MEMORY_MOUNT, empty, per_gpu,
     per_gpu_key, shared_memory,
 };
-use crate::k8s::names::is_absolute_path;
+use crate::k8s::names::{clean_path, is_absolute_path};
 use crate::k8s::quantity::is_quantity;
 use crate::profile::{Device, EnvVar, Mount, Profile, Source, Volume, mount, var};
 
@@ -31,8 +31,8 @@ static EFA_FABRIC: Fabric = Fabric {
         Key {
             name: "efaLibraryPath",
             kind: Kind::Optional {
-                valid: is_absolute_path,
-                what: "an absolute path, or null or \"\" for no library mount",
+                valid: is_library_path,
+                what: "an absolute path without a .. segment, and not /dev/shm (where the fabric mounts its shared memory), or null or \"\" for no library mount",
                 set: set_library_path,
             },
         },
@@ -151,4 +151,11 @@ fn set_library_path<'a>(profile: &mut Profile<'a>, path: Option<Cow<'a, str>>) {
 
 fn set_cpu_request<'a>(profile: &mut Profile<'a>, cpu: Option<Cow<'a, str>>) {
     profile.default_cpu_request = cpu;
+}
+
+/// `efaLibraryPath`: mounted at its own path in every GPU container, where `/dev/shm` is the
+/// fabric's shared memory: two mounts at one path, which the API server refuses when spelt
+/// alike and the runtime lets one shadow when not (behaviour.md §1.4).
+fn is_library_path(path: &str) -> bool {
+    is_absolute_path(path) && clean_path(path) != "/dev/shm"
 }

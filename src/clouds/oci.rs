@@ -31,7 +31,7 @@ static SRIOV: Fabric = Fabric {
             name: "resourceName",
             kind: Kind::Text {
                 valid: is_extended_resource,
-                what: "an extended resource name with a domain prefix, such as nvidia.com/rdma-vf",
+                what: "an extended resource name with a domain prefix that does not start with requests. (the API server keeps it for quotas), such as nvidia.com/rdma-vf",
                 set: set_resource,
             },
         },

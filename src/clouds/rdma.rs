@@ -57,7 +57,7 @@ static RDMA_FABRIC: Fabric = Fabric {
             name: "resourceName",
             kind: Kind::Optional {
                 valid: is_extended_resource,
-                what: "an extended resource name with a domain prefix, such as nvidia.com/hostdev, or null for a fabric without a device resource",
+                what: "an extended resource name with a domain prefix that does not start with requests. (the API server keeps it for quotas), such as nvidia.com/hostdev, or null for a fabric without a device resource",
                 set: set_resource_name,
             },
         },

@@ -24,15 +24,58 @@ pub(super) struct Devices<'w> {
     pub(super) namespace: Option<&'w str>,
 }
 
+/// What [`annotate`] did.
+#[derive(Default)]
+pub(super) struct Annotated {
+    /// The annotations the pod gained or whose value it extended.
+    pub(super) added: Vec<Annotation>,
+    /// Where the pod has its own GKE interface list without some of the fabric's networks: those
+    /// networks, and how many NICs the fabric wants.
+    pub(super) lacking: Option<(Vec<String>, usize)>,
+}
+
 /// Sets the profile's pod annotations where absent, and lists the Multus networks: the fabric's
 /// once per device of the pod, each rail's once per device of that rail, the fixed ones once; the
-/// NICs' annotations not where a DRA claim stands for them (`claimed`). Returns the annotations
-/// the pod gained or whose value it extended.
+/// NICs' annotations not where a DRA claim stands for them (`claimed`).
 pub(super) fn annotate(
     pod: &mut Object<'_>,
     profile: &Profile<'_>,
     devices: &Devices<'_>,
     claimed: bool,
+) -> Result<Annotated, Error> {
+    let mut lacking = None;
+    let added = set_annotations(pod, profile, devices, claimed, &mut lacking)?;
+    Ok(Annotated { added, lacking })
+}
+
+/// The networks of `ours` that the pod's own GKE interface list `value` does not attach. GKE
+/// reads it as a JSON list of `{interfaceName, network}`; one it cannot read attaches none.
+fn lacking_networks(value: &str, ours: &[&str]) -> Vec<String> {
+    use crate::json::lenient::{list, members, string};
+    let theirs: Vec<String> = list(value)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|entry| {
+            members(entry)
+                .get("network")
+                .and_then(string)
+                .map(Cow::into_owned)
+        })
+        .collect();
+    ours.iter()
+        .filter(|network| !theirs.iter().any(|t| t == *network))
+        .map(|network| network.to_string())
+        .collect()
+}
+
+fn set_annotations(
+    pod: &mut Object<'_>,
+    profile: &Profile<'_>,
+    devices: &Devices<'_>,
+    claimed: bool,
+    lacking: &mut Option<(Vec<String>, usize)>,
 ) -> Result<Vec<Annotation>, Error> {
     let interfaces = profile.interfaces.as_ref().filter(|_| !claimed);
     let attachments = if claimed {
@@ -62,10 +105,30 @@ pub(super) fn annotate(
     }
     if let Some(interfaces) = interfaces {
         let value = || interfaces.annotation(devices.nics).into();
-        set(
-            interfaces.key,
-            set_if_absent(annotations, interfaces.key, value),
-        );
+        let written = set_if_absent(annotations, interfaces.key, value);
+        set(interfaces.key, written);
+        // The pod's own list is kept (behaviour.md §4); one without the fabric's networks
+        // leaves the env the policy adds pointing at NICs the pod does not have.
+        if !written {
+            let take = devices.nics.map_or(interfaces.networks.len(), |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            });
+            let ours: Vec<&str> = interfaces
+                .networks
+                .iter()
+                .take(take)
+                .map(|n| n.as_ref())
+                .collect();
+            let missing = match annotations.get(interfaces.key) {
+                Some(node) if !node.is_null() => {
+                    lacking_networks(text(node).as_deref().unwrap_or(""), &ours)
+                }
+                _ => Vec::new(),
+            };
+            if !missing.is_empty() {
+                *lacking = Some((missing, ours.len()));
+            }
+        }
     }
     if attachments.is_empty() {
         return Ok(added);

@@ -9,13 +9,13 @@ use serde_json::value::RawValue;
 use super::added::{Container, Resource};
 use crate::error::{Error, malformed};
 use crate::json::JsonType;
-use crate::json::lenient::{Loose, Text};
+use crate::json::lenient::{Entry, Loose, Text};
 use crate::json::object::{Node, Object};
 use crate::json::write::{RenderedItems, compact, render_string};
 use crate::k8s::quantity::{self, Problem};
 use crate::merge::{
-    Read, add_capabilities, add_env, add_mounts, added_capabilities, expect_read, json_text,
-    object, object_entry, same_capability, set_if_absent, text,
+    Read, add_capabilities, add_env, add_mounts, add_mounts_beside, added_capabilities,
+    expect_read, json_text, object, object_entry, same_capability, set_if_absent, text,
 };
 use crate::profile::{DeviceCount, EnvVar, Mount, Profile};
 
@@ -28,6 +28,9 @@ pub(super) struct Additions<'p, 'a> {
     pub(super) claimed: bool,
     pub(super) env: RenderedItems<'p, EnvVar<'a>>,
     pub(super) mounts: RenderedItems<'p, Mount<'a>>,
+    /// The env entries that name a file in one of the profile's mounts, with that mount
+    /// ([`files_in_mounts`]): found once a pod.
+    pub(super) files: Vec<(&'p str, &'p Mount<'a>)>,
 }
 
 /// What injecting one container did.
@@ -208,8 +211,19 @@ pub(super) fn inject_container<'a>(
     if let Some(cpu) = &profile.default_cpu_request {
         gained.resources.extend(default_cpu(container, cpu)?);
     }
-    gained.env = add_env(container, &additions.env)?;
-    let mounts = add_mounts(container, &additions.mounts)?;
+    // The container's mounts are read once, where the profile has env naming files in them.
+    let mounts = match additions.files.as_slice() {
+        [] => {
+            gained.env = add_env(container, &additions.env, &[])?;
+            add_mounts(container, &additions.mounts)?
+        }
+        files => {
+            let existing = crate::merge::items::<Entry<'_>>(container, "volumeMounts")?;
+            let unmounted = without_mount(files, additions, &existing);
+            gained.env = add_env(container, &additions.env, &unmounted)?;
+            add_mounts_beside(container, &additions.mounts, &existing)?
+        }
+    };
     gained.mounts = mounts.volumes;
     let shadowed = mounts
         .shadowed
@@ -227,6 +241,53 @@ pub(super) fn inject_container<'a>(
         twice,
         rails,
     })
+}
+
+/// The profile's env entries that name a file in one of its mounts (the topology file
+/// `NCCL_TOPO_FILE=/etc/nccl/nccl-topo.xml` in `nccl-topo`'s), each with that mount.
+pub(super) fn files_in_mounts<'p, 'a>(profile: &'p Profile<'a>) -> Vec<(&'p str, &'p Mount<'a>)> {
+    let in_mount = |value: &str, path: &str| {
+        value
+            .strip_prefix(path)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    profile
+        .env
+        .iter()
+        .filter_map(|var| {
+            let mount = profile
+                .mounts
+                .iter()
+                .find(|m| in_mount(&var.value, &m.path))?;
+            Some((var.name.as_ref(), mount))
+        })
+        .collect()
+}
+
+/// Of `files`, the names of those whose mount the container will not have once wired: the
+/// policy's mount left out (the pod's own volume of that name differs, behaviour.md §4) and no
+/// mount of the container's own (`existing`) at that path. Such a variable would point NCCL at a
+/// file that is not there.
+fn without_mount<'p>(
+    files: &[(&'p str, &Mount<'_>)],
+    additions: &Additions<'_, '_>,
+    existing: &[Entry<'_>],
+) -> Vec<&'p str> {
+    let mounted = |mount: &Mount<'_>| {
+        let at_path = existing
+            .iter()
+            .any(|m| m.mount_path.as_str() == Some(&mount.path));
+        let ours_added = additions.mounts.items().any(|m| m.volume == mount.volume)
+            && !existing
+                .iter()
+                .any(|m| m.name.as_str() == Some(mount.volume));
+        at_path || ours_added
+    };
+    files
+        .iter()
+        .filter(|(_, mount)| !mounted(mount))
+        .map(|(name, _)| *name)
+        .collect()
 }
 
 /// Sets the device in both `requests` and `limits` (extended resources must be equal in both).

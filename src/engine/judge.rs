@@ -83,6 +83,15 @@ pub(super) fn warnings(
             "pod volume {volume:?} differs from the one multi-node networking needs; kept it and did not mount it"
         ));
     }
+    if let (Some((missing, nics)), Some(interfaces)) =
+        (&wiring.lacking_interfaces, &profile.interfaces)
+    {
+        warnings.push(format!(
+            "multi-node networking: the pod's own annotation {} lacks the fabric's networks {}; it is kept, but the env the policy adds expects {nics} NICs on the fabric's networks: add them to it, or remove it to have the policy write it",
+            interfaces.key,
+            missing.join(", ")
+        ));
+    }
     if let Some(placement) = &facts.placement {
         warnings.extend(placement.warnings.iter().cloned());
     }

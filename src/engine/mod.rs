@@ -22,11 +22,13 @@ mod judge;
 mod read;
 mod record;
 mod sidecar;
+mod size;
 mod volumes;
 mod wire;
 
 pub use gpus::DEVICE_CLASS_RESOURCE;
 pub use record::AUDIT_KEY;
+pub use size::MAX_ANNOTATIONS_SIZE;
 
 use crate::claims::PodClaims;
 use crate::error::Error;
@@ -108,10 +110,21 @@ pub fn inject<'a>(
     let wiring = wire::pod(pod, &facts)?;
     let warnings = judge::warnings(&facts, config, &wiring);
     // The validate-only answer writes nothing back: no record to write.
-    let record = match config.validate_only {
-        true => None,
-        false => record::write(pod, config, &facts, &wiring)?,
+    let record = record::write(pod, config, &facts, &wiring, !config.validate_only)?;
+    // The validate-only answer writes nothing back: the record is counted as the pod would
+    // carry it, so that both answers refuse alike.
+    let mut keys: Vec<&str> = wiring.added.annotations.iter().map(|a| a.key).collect();
+    let unwritten = match (&config.record, &record) {
+        (Some(key), Some(record)) => {
+            keys.push(key);
+            config
+                .validate_only
+                .then_some((key.as_ref(), record.as_str()))
+        }
+        _ => None,
     };
+    size::check(pod, &keys, unwritten)?;
+    let record = record.filter(|_| !config.validate_only);
     let references = preflight::references(
         &facts.profile,
         config.cloud.cloud.networks,

@@ -15,11 +15,14 @@ use super::read::Reading;
 use super::wire::{Wired, Wiring};
 
 /// The record of a changed pod, as a JSON string, written under `config`'s annotation.
+/// With `insert` false the pod is left as it is (validate-only: the record is what the pod
+/// would carry).
 pub(super) fn write(
     pod: &mut Object<'_>,
     config: &Config<'_>,
     facts: &Reading<'_>,
     wiring: &Wiring<'_, '_>,
+    insert: bool,
 ) -> Result<Option<String>, Error> {
     if wiring.added.is_empty() {
         return Ok(None);
@@ -43,7 +46,7 @@ pub(super) fn write(
     }
     .annotation();
     // The policy's own statement: the one annotation it overwrites.
-    if let Some(key) = &config.record {
+    if let Some(key) = config.record.as_ref().filter(|_| insert) {
         let metadata = object_entry(pod, "metadata")?;
         let annotations =
             object_entry(metadata, "annotations").map_err(|e| e.within("metadata"))?;

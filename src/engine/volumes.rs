@@ -73,8 +73,12 @@ impl Volumes {
     }
 
     /// Adds each of the profile's `volumes` that the pod lacks and some container or init
-    /// container now mounts: one of the policy's mounts (`mounted`) or the user's own. Answers
-    /// those it added, and the profile's volumes the pod now has.
+    /// container now mounts: one of the policy's mounts (`mounted`), or, for a volume that is no
+    /// host directory, the user's own. A host directory is declared only for the policy's mounts,
+    /// which are read-only where behaviour.md §3 says so: a mount the user wrote of its name (a
+    /// helper mounting `nvtcpxo-proc-sys`, writable) is the user's to declare, or the node's
+    /// `/proc/sys` would be theirs to write without their pod saying so. Answers those it added,
+    /// and the profile's volumes the pod now has.
     pub(super) fn add_missing(
         &self,
         spec: &mut Object<'_>,
@@ -84,6 +88,7 @@ impl Volumes {
         let wanted: Vec<&Volume<'_>> = volumes
             .iter()
             .filter(|v| !self.skipped.contains(&v.name) && !self.existing.contains(&v.name))
+            .filter(|v| mounted.contains(&v.name) || !is_host_path(v))
             .collect();
         // The user's mounts are read only if some volume is not one the policy mounted.
         let users_mounts = if wanted.iter().all(|v| mounted.contains(&v.name)) {
@@ -100,7 +105,7 @@ impl Volumes {
             .items()
             .map(|v| added::NewVolume {
                 name: v.name,
-                host_path: matches!(v.source, Source::HostPath { .. }),
+                host_path: is_host_path(v),
             })
             .collect();
         let mut present: Vec<&'static str> = added.iter().map(|v| v.name).collect();
@@ -108,6 +113,10 @@ impl Volumes {
         present.extend(self.existing.iter().filter(|v| !self.skipped.contains(v)));
         Ok((added, present))
     }
+}
+
+fn is_host_path(volume: &Volume<'_>) -> bool {
+    matches!(volume.source, Source::HostPath { .. })
 }
 
 /// The volumes the request's containers and init containers mount (read leniently: this only

@@ -17,7 +17,9 @@ use crate::profile::COUNT;
 use super::annotations::{Devices, annotate};
 use super::channel;
 use super::claim::Claim;
-use super::container::{Additions, ContainerDone, GpuContainer, container_name, inject_container};
+use super::container::{
+    Additions, ContainerDone, GpuContainer, container_name, files_in_mounts, inject_container,
+};
 use super::read::Reading;
 use super::sidecar::add_sidecar;
 
@@ -44,6 +46,9 @@ pub(super) struct Wiring<'p, 'a> {
     pub(super) other_claims: bool,
     /// The volumes the policy mounted, in containers and the sidecar.
     mounted: Vec<&'static str>,
+    /// The fabric's networks the pod's own GKE interface list lacks, and how many NICs the
+    /// fabric wants.
+    pub(super) lacking_interfaces: Option<(Vec<String>, usize)>,
     /// The profile's volumes the pod now declares.
     pub(super) present: Vec<&'static str>,
 }
@@ -92,7 +97,9 @@ pub(super) fn pod<'p, 'a>(
         rails: &wiring.rails,
         namespace: facts.namespace.as_deref(),
     };
-    wiring.added.annotations = annotate(pod, profile, &devices, claimed)?;
+    let annotated = annotate(pod, profile, &devices, claimed)?;
+    wiring.added.annotations = annotated.added;
+    wiring.lacking_interfaces = annotated.lacking;
     wiring.added.containers.retain(|gained| !gained.is_empty());
     Ok(wiring)
 }
@@ -155,6 +162,7 @@ fn additions<'p, 'a>(facts: &'p Reading<'a>, claimed: bool) -> Additions<'p, 'a>
                 .iter()
                 .filter(|m| !skipped.contains(&m.volume)),
         ),
+        files: files_in_mounts(profile),
     }
 }
 
@@ -172,6 +180,7 @@ impl<'p, 'a> Wiring<'p, 'a> {
             claim_template: None,
             other_claims: false,
             mounted: Vec::new(),
+            lacking_interfaces: None,
             present: Vec::new(),
         }
     }

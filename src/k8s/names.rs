@@ -62,13 +62,20 @@ pub fn is_dns1123_label(s: &str) -> bool {
     s.len() <= 63 && is_label(s)
 }
 
-/// An extended resource name: a qualified name with a domain prefix outside `kubernetes.io`.
+/// An extended resource name: a qualified name with a domain prefix outside `kubernetes.io`,
+/// not starting with `requests.` and such that `requests.<name>` is a qualified name too
+/// (kubernetes `pkg/apis/core/helper.IsExtendedResourceName`, which `validateExtendedResourceName`
+/// in `pkg/apis/core/validation/validation.go` holds every container resource to: the prefix is
+/// the quota's, `requests.nvidia.com/gpu`).
 pub fn is_extended_resource(s: &str) -> bool {
+    const QUOTA: &str = "requests.";
     match s.split_once('/') {
         Some((domain, _)) if domain == "kubernetes.io" || domain.ends_with(".kubernetes.io") => {
             false
         }
-        Some(_) => is_qualified_name(s),
+        Some((domain, _)) => {
+            !s.starts_with(QUOTA) && QUOTA.len() + domain.len() <= 253 && is_qualified_name(s)
+        }
         None => false,
     }
 }
@@ -81,9 +88,30 @@ pub fn is_network_reference(s: &str) -> bool {
     }
 }
 
-/// An absolute path without blanks or control characters (a hostPath and a mount path).
+/// An absolute path without blanks or control characters (a hostPath and a mount path), and
+/// without a `..` segment: the API server refuses one in a hostPath (`validatePathNoBacksteps`
+/// in kubernetes `pkg/apis/core/validation/validation.go`), and in a mount path it names
+/// another directory than the text says.
 pub fn is_absolute_path(s: &str) -> bool {
-    s.starts_with('/') && s.len() <= 4096 && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+    s.starts_with('/')
+        && s.len() <= 4096
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !s.split('/').any(|segment| segment == "..")
+}
+
+/// An absolute path as the kernel resolves it when mounting: `//` as `/`, no `.` segments, no
+/// trailing `/`. The API server compares mount paths as strings (`ValidateVolumeMounts`), so
+/// `/dev/shm/` beside `/dev/shm` passes it and one mount shadows the other at run time.
+pub fn clean_path(s: &str) -> String {
+    let mut clean = String::with_capacity(s.len());
+    for segment in s.split('/').filter(|seg| !seg.is_empty() && *seg != ".") {
+        clean.push('/');
+        clean.push_str(segment);
+    }
+    if clean.is_empty() {
+        clean.push('/');
+    }
+    clean
 }
 
 /// A container image reference, checked only for what would make it unusable: empty, blanks,
@@ -185,6 +213,22 @@ mod tests {
         }
         assert!(is_absolute_path("/opt/amazon-efa-ofi") && !is_absolute_path("opt/x"));
         assert!(!is_absolute_path("/a b") && !is_absolute_path(""));
+        assert!(!is_absolute_path("/opt/../etc") && !is_absolute_path("/.."));
+        assert!(is_absolute_path("/opt/..x") && is_absolute_path("/opt/./x"));
+        for (path, clean) in [
+            ("/dev/shm/", "/dev/shm"),
+            ("//dev//shm", "/dev/shm"),
+            ("/dev/./shm/.", "/dev/shm"),
+            ("/", "/"),
+            ("//", "/"),
+        ] {
+            assert_eq!(clean_path(path), clean, "{path}");
+        }
+        // The quota's prefix (kubernetes `helper.IsExtendedResourceName`).
+        assert!(!is_extended_resource("requests.nvidia.com/gpu"));
+        assert!(is_extended_resource("nvidia.com/gpu"));
+        let long = format!("{0}.{0}.{0}.{0}.io/x", "a".repeat(60));
+        assert!(is_qualified_name(&long) && !is_extended_resource(&long));
         assert!(is_image_reference("us-docker.pkg.dev/x/y:v1.0.21") && !is_image_reference("a b"));
         assert!(is_env_name("NCCL_IB_TC") && is_env_name("my.var-1") && !is_env_name("A=B"));
         assert!(!is_env_name("") && !is_env_name("A B"));

@@ -16,6 +16,7 @@ use crate::json::tape::{Tape, Value};
 use crate::k8s::names::{is_capability, is_qualified_name_part};
 use crate::layers::{Overlay, Set};
 use crate::merge::same_capability;
+use crate::profile::Network;
 use crate::ratio::Ratio;
 
 const ENABLED: &str = "enabled";
@@ -180,6 +181,35 @@ impl Reader {
                 self.both_set(path, a, b);
             }
         }
+        self.networks_once(path, &set[before..]);
+    }
+
+    /// A network of `networks` that is also the block's `network` or a rail's: the Multus list
+    /// is extended to hold each network the times wanted, in order (behaviour.md §3.9), so the
+    /// pod would get it once per device and not once more, fewer than the two keys promise.
+    fn networks_once(&mut self, path: &Path<'_>, set: &[Set<'_>]) {
+        let mut per_device = Vec::new();
+        let mut per_pod: &[Network<'_>] = &[];
+        for s in set {
+            match &s.param {
+                Param::Network(network) => per_device.push((s.key.name, network)),
+                Param::Rails(rails) => {
+                    per_device.extend(rails.iter().map(|r| (s.key.name, &r.network)));
+                }
+                Param::Networks(networks) => per_pod = networks,
+                _ => {}
+            }
+        }
+        for (at, network) in per_pod.iter().enumerate() {
+            if let Some((key, _)) = per_device.iter().find(|(_, n)| n.same_attachment(network)) {
+                self.errors.push(format!(
+                    "{}: {} is attached once per device through {} already; list it in one of them",
+                    Path::Index(&Path::Key(path, "networks"), at),
+                    network.0,
+                    Path::Key(path, key)
+                ));
+            }
+        }
     }
 
     /// Two keys of `path` set that count one device two ways.
@@ -268,15 +298,28 @@ impl Reader {
         fabric
     }
 
+    /// The capabilities, each written without a `CAP_` prefix. containerd prepends `CAP_` to
+    /// every name of `capabilities.add` (`WithCapabilities` in containerd's
+    /// `internal/cri/opts/spec_linux_opts.go`: `"CAP_"+strings.ToUpper(c)`), so a written
+    /// `CAP_IPC_LOCK` becomes `CAP_CAP_IPC_LOCK`, which grants nothing; CRI-O adds the prefix
+    /// only where it is missing. The bare name means the same to both, and settings that spelt
+    /// it with the prefix keep loading. `ALL` is refused in any spelling: containerd grants
+    /// every capability for it, and CRI-O refuses `CAP_ALL` as an unknown capability.
     fn capabilities<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Vec<Cow<'a, str>> {
-        self.strings(
-            path,
-            raw,
-            None,
-            |c| is_capability(c) && !same_capability(c, "SYS_ADMIN"),
-            "a capability name such as IPC_LOCK (letters, digits and '_'), and not SYS_ADMIN in any spelling, which allowPrivilegeEscalation: false cannot hold back (the API server refuses CAP_SYS_ADMIN beside it): grant it in the pod spec",
-        )
-        .unwrap_or_default()
+        let names = self
+            .strings(
+                path,
+                raw,
+                None,
+                |c| {
+                    is_capability(bare(c))
+                        && !same_capability(c, "SYS_ADMIN")
+                        && !same_capability(c, "ALL")
+                },
+                CAPABILITY,
+            )
+            .unwrap_or_default();
+        names.into_iter().map(without_prefix).collect()
     }
 
     /// An `instanceTypes` map (behaviour.md §1.2), as its text; its rows checked if `rows` asks.
@@ -346,5 +389,24 @@ impl Reader {
             nvlink,
             overlay,
         })
+    }
+}
+
+/// What `capabilities` must hold (behaviour.md §1.4).
+const CAPABILITY: &str = "a capability name such as IPC_LOCK (letters, digits and '_'), not ALL in any spelling (containerd grants every capability for it, CRI-O refuses CAP_ALL): list the ones the job needs, and not SYS_ADMIN in any spelling, which allowPrivilegeEscalation: false cannot hold back (the API server refuses CAP_SYS_ADMIN beside it): grant it in the pod spec";
+
+/// `name` without a leading `CAP_` in any case (`CAP_` alone is no name then).
+fn bare(name: &str) -> &str {
+    match name.get(..4) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("CAP_") => &name[4..],
+        _ => name,
+    }
+}
+
+/// `name` as [`bare`] gives it.
+fn without_prefix(name: Cow<'_, str>) -> Cow<'_, str> {
+    match name {
+        Cow::Borrowed(text) => Cow::Borrowed(bare(text)),
+        Cow::Owned(text) => Cow::Owned(bare(&text).to_owned()),
     }
 }

@@ -164,7 +164,7 @@ impl Reader {
                 raw,
                 Some((1, 16)),
                 is_extended_resource,
-                "an extended resource name with a domain prefix, such as amd.com/gpu",
+                "an extended resource name with a domain prefix that does not start with requests. (the API server keeps it for quotas), such as amd.com/gpu",
             )
             .unwrap_or_else(default);
         // A resource listed twice is one resource: its GPUs are counted once.

@@ -163,3 +163,89 @@ proptest! {
         }
     }
 }
+
+/// How many mounts of the volume `name` the pod's containers and init containers make.
+fn mounts_of(pod: &Value, name: &str) -> usize {
+    ["/spec/containers", "/spec/initContainers"]
+        .into_iter()
+        .flat_map(|list| as_list(pod.pointer(list)))
+        .flat_map(|container| as_list(container.get("volumeMounts")))
+        .filter(|mount| mount["name"] == name)
+        .count()
+}
+
+proptest! {
+    #![proptest_config(crate::config())]
+
+    #[test]
+    fn a_host_volume_is_declared_only_for_the_policys_mounts((settings, pod) in case()) {
+        // behaviour.md §4: a host directory the policy declares is one some mount it added
+        // needs; a container's own mount of one of its names (a helper's, writable) is the
+        // user's to declare.
+        let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
+            return Ok(());
+        };
+        let before: Vec<&Value> = as_list(pod.pointer("/spec/volumes")).iter().map(|v| &v["name"]).collect();
+        for volume in as_list(mutated.pointer("/spec/volumes")) {
+            let name = volume["name"].as_str().unwrap_or_default();
+            if volume.get("hostPath").is_none() || before.contains(&&volume["name"]) {
+                continue;
+            }
+            prop_assert!(
+                mounts_of(&mutated, name) > mounts_of(&pod, name),
+                "host volume {} declared for the user's mounts only: {}", name, mutated
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(crate::config())]
+
+    #[test]
+    fn the_topology_file_is_set_only_with_its_mount((settings, mut pod) in case(), conflict in any::<bool>()) {
+        // behaviour.md §4: an env entry naming a file in one of the fabric's mounts is added
+        // only to a container that has a mount at that path once wired: Azure's
+        // NCCL_TOPO_FILE=/etc/nccl/nccl-topo.xml where the pod's own nccl-topo volume differs
+        // and the container mounts nothing at /etc/nccl would name a file that is not there.
+        // Half the pods get such a volume: drawn at random it is rare.
+        if conflict {
+            if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+                let mut volumes: Vec<Value> = spec
+                    .get("volumes")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                volumes.retain(|v| v["name"] != "nccl-topo");
+                volumes.push(json!({"name": "nccl-topo", "configMap": {"name": "my-topology"}}));
+                spec.insert("volumes".into(), Value::Array(volumes));
+            }
+        }
+        let Some(mutated) = mutated_pod(evaluate(&pod, &settings)) else {
+            return Ok(());
+        };
+        let before = as_list(pod.pointer("/spec/containers"));
+        for (at, container) in as_list(mutated.pointer("/spec/containers")).iter().enumerate() {
+            let has = |c: Option<&Value>| {
+                c.map(|c| as_list(c.get("env")))
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|e| e["name"] == "NCCL_TOPO_FILE")
+            };
+            if !has(Some(container)) || has(before.get(at)) {
+                continue;
+            }
+            let value = as_list(container.get("env"))
+                .iter()
+                .find(|e| e["name"] == "NCCL_TOPO_FILE")
+                .and_then(|e| e["value"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            let mounted = as_list(container.get("volumeMounts")).iter().any(|m| {
+                m["mountPath"].as_str().is_some_and(|p| {
+                    value.strip_prefix(p).is_some_and(|rest| rest.starts_with('/'))
+                })
+            });
+            prop_assert!(mounted, "NCCL_TOPO_FILE={} without a mount there: {}", value, container);
+        }
+    }
+}

@@ -54,6 +54,7 @@ mod preflight;
 mod regressions;
 mod robustness;
 mod run;
+mod runtime_refusals;
 mod validate_only;
 
 /// The configuration of every `proptest!` block. Failures are pinned as named regression tests

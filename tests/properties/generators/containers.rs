@@ -130,6 +130,8 @@ pub(crate) const MULTUS_VALUES: &[&str] = &[
     r#"[{"name":"sriov-net","namespace":"network-operator"}]"#,
     r#"  [{"namespace":"network-operator","name":"sriov-net"}, {"name":"x"}]  "#,
     "[{",
+    // JSON, but no list: Multus refuses it (`parsePodNetworkAnnotation`), and so does the policy.
+    r#"{"name":"sriov-net","namespace":"network-operator"}"#,
 ];
 /// JSON that no schema knows: new Kubernetes fields, other controllers' data.
 pub(crate) fn unknown_values() -> Vec<Value> {

@@ -278,8 +278,31 @@ fn rdma_count() -> impl Strategy<Value = Vec<(&'static str, Value)>> {
             ("devicesPerNode", d.into()),
             ("gpusPerNode", p.into()),
         ]),
-        2 => proptest::collection::vec(rail, 1..4).prop_map(|rails| vec![("rails", json!(rails))]),
+        2 => proptest::collection::vec(rail, 1..4).prop_map(|rails| {
+            // Each rail its own resource and its own network (behaviour.md §1.4).
+            let mut distinct: Vec<Value> = Vec::new();
+            for rail in rails {
+                let clash = distinct.iter().any(|r| {
+                    r["resourceName"] == rail["resourceName"]
+                        || network_name(&r["network"]) == network_name(&rail["network"])
+                });
+                if !clash {
+                    distinct.push(rail);
+                }
+            }
+            vec![("rails", json!(distinct))]
+        }),
     ]
+}
+
+/// A generated network's name: the four [`network`] draws have four names, so two entries of one
+/// name may be one attachment and two of different names never are.
+fn network_name(network: &Value) -> &str {
+    let text = network
+        .as_str()
+        .or_else(|| network["name"].as_str())
+        .unwrap_or_default();
+    text.rsplit('/').next().unwrap_or(text)
 }
 
 /// `rdma` (the fifth kind of cluster, not GCP's fabric): the device and its count, the networks (once per device, fixed), host directories.
@@ -310,7 +333,24 @@ fn rdma_cluster_block() -> impl Strategy<Value = (&'static str, Value)> {
                 block["network"] = network;
             }
             if let Some(networks) = networks {
-                block["networks"] = json!(networks);
+                // Once per pod, each once, and none attached per device already (behaviour.md
+                // §1.4): the settings refuse the rest.
+                let mut taken: Vec<String> = block["rails"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| network_name(&r["network"]).to_string())
+                    .chain(block.get("network").map(|n| network_name(n).to_string()))
+                    .collect();
+                let mut once = Vec::new();
+                for network in networks {
+                    let name = network_name(&network).to_string();
+                    if !taken.contains(&name) {
+                        taken.push(name);
+                        once.push(network);
+                    }
+                }
+                block["networks"] = json!(once);
             }
             if let Some(directories) = directories {
                 block["hostDirectories"] = directories;
