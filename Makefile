@@ -111,7 +111,9 @@ registry-test: annotated-policy.wasm policy.wasm
 # The playground: the policy compiled for the browser with wasm-bindgen, a static site in
 # target/playground (README, "Playground").
 BROWSER_TARGET  := wasm32-unknown-unknown
-PLAYGROUND_WASM := target/$(BROWSER_TARGET)/playground/playground.wasm
+# Cargo's profile is `browser`, not `playground`: a cross build keeps its build scripts and proc
+# macros in target/<profile>/, which would be the site's folder, emptied by every site build.
+PLAYGROUND_WASM := target/$(BROWSER_TARGET)/browser/playground.wasm
 PLAYGROUND_SITE := target/playground
 PORT            ?= 8000
 CHROMIUM        ?= /usr/bin/chromium
@@ -120,7 +122,7 @@ WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version 
 
 .PHONY: playground-site
 playground-site: | node browser-target wasm-bindgen-cli playground/node_modules/.package-lock.json
-	$(CARGO) build --locked --profile playground --target $(BROWSER_TARGET) -p playground
+	$(CARGO) build --locked --profile browser --target $(BROWSER_TARGET) -p playground
 	node playground/build.mjs --wasm $(PLAYGROUND_WASM) --wasm-bindgen wasm-bindgen --out $(PLAYGROUND_SITE)
 
 .PHONY: playground
