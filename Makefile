@@ -9,7 +9,9 @@ SOURCES     := $(wildcard src/*.rs src/*/*.rs src/*/*/*.rs) Cargo.toml Cargo.loc
 ANNOTATOR   := $(wildcard metadata/src/*.rs host/src/*.rs) metadata/Cargo.toml host/Cargo.toml
 PUBLISHER   := $(wildcard publish/src/*.rs) publish/Cargo.toml $(ANNOTATOR)
 CARGO       ?= cargo
-CLOUD       ?= aws
+# Empty unless given: `make preview` then reads examples/settings/aws.yaml, and refuses a CLOUD
+# given beside SETTINGS, which names its own cloud.
+CLOUD       ?=
 POD         ?=
 SETTINGS    ?=
 KWCTL       ?= kwctl
@@ -54,12 +56,19 @@ annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(ANNOTATOR)
 policy.cdx.json: Cargo.toml Cargo.lock $(PUBLISHER)
 	$(CARGO) run --locked -q -p publish -- sbom -o policy.cdx.json
 
-# The main job: the policy on an example pod, in wasmtime through waPC on policy-host's lean
-# engine, which the e2e tests hold to the policy server's engine on every case.
+# The main job: the policy on an example pod, or a job's worker pod, in wasmtime through waPC on
+# policy-host's lean engine, which the e2e tests hold to the policy server's engine on every case.
+# The first run builds the module and the preview tool (wasmtime: minutes), and says so first.
+PREVIEW_BIN := $(or $(CARGO_TARGET_DIR),target)/debug/preview
 .PHONY: preview
-preview: annotated-policy.wasm
-	$(CARGO) run --locked -q -p preview -- --module $(CURDIR)/annotated-policy.wasm --cloud $(CLOUD) \
-		$(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
+preview: preview-notice annotated-policy.wasm
+	$(CARGO) run --locked -q -p preview -- --module $(CURDIR)/annotated-policy.wasm \
+		$(if $(CLOUD),--cloud $(CLOUD)) $(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
+
+.PHONY: preview-notice
+preview-notice:
+	@test -f annotated-policy.wasm -a -x $(PREVIEW_BIN) || echo "preview: first run: building the \
+	policy module and the preview tool (wasmtime, a few minutes on 2 cores); later runs take seconds" >&2
 
 # Benchmarks (not tests): the policy against a baseline module on the same SDK (BENCHMARKS.md).
 # The host is built with the bench-host profile: optimized, without the module's slow lto. The
