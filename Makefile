@@ -70,6 +70,20 @@ preview-notice:
 	@test -f annotated-policy.wasm -a -x $(PREVIEW_BIN) || echo "preview: first run: building the \
 	policy module and the preview tool (wasmtime, a few minutes on 2 cores); later runs take seconds" >&2
 
+# Everything a cluster needs for the policy, from one settings file (a vendor file, a `make
+# settings` output, or a chart values file's multinodeNetworking block), its policies loading
+# registry://REGISTRY: one YAML stream on stdout (progress on stderr), for kubectl apply -f -.
+.PHONY: manifests
+manifests:
+	@test -n "$(SETTINGS)" -a -n "$(REGISTRY)" || { echo 'usage: make manifests SETTINGS=FILE REGISTRY=host/repo:tag' >&2; exit 1; }
+	@$(CARGO) run --locked -q -p manifests -- --settings $(SETTINGS) --registry $(REGISTRY)
+
+# deploy/<cloud>/manifests.yaml (and its subfolders') rendered again from
+# examples/settings/vendor/, after a change there; the e2e tests hold deploy/ equal to them.
+.PHONY: deploy-manifests
+deploy-manifests:
+	$(CARGO) run --locked -q -p manifests -- --write-deploy
+
 # Benchmarks (not tests): the policy against a baseline module on the same SDK (BENCHMARKS.md).
 # The host is built with the bench-host profile: optimized, without the module's slow lto. The
 # baseline goes through the same wasm-opt, so that the ratios compare like with like.
@@ -88,7 +102,8 @@ test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-tes
 # the runner e2e-tests runs them by through the module; case-runner's own tests check its checks.
 .PHONY: unit-tests
 unit-tests:
-	$(CARGO) test --locked -p multinode-networking-policy -p case-runner -p policy-payload -p playground
+	$(CARGO) test --locked -p multinode-networking-policy -p case-runner -p policy-payload -p playground \
+		-p manifests
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
 # annotate again in the policy-metadata tool's tests.
