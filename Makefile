@@ -110,7 +110,7 @@ unit-tests:
 .PHONY: e2e-tests
 e2e-tests: annotated-policy.wasm policy.wasm
 	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
-		$(CARGO) test --locked -p e2e-tests -p policy-metadata
+		$(CARGO) test --locked -p e2e-tests -p policy-metadata -p preview
 
 # kwctl's contract with a real kwctl: every e2e case through `kwctl run`, its AdmissionResponse
 # compared with the module's in the waPC host (e2e-tests/src/bin/kwctl-cases.rs). Skipped,
