@@ -9,7 +9,9 @@ SOURCES     := $(wildcard src/*.rs src/*/*.rs src/*/*/*.rs) Cargo.toml Cargo.loc
 ANNOTATOR   := $(wildcard metadata/src/*.rs host/src/*.rs) metadata/Cargo.toml host/Cargo.toml
 PUBLISHER   := $(wildcard publish/src/*.rs) publish/Cargo.toml $(ANNOTATOR)
 CARGO       ?= cargo
-CLOUD       ?= aws
+# Empty unless given: `make preview` then reads examples/settings/aws.yaml, and refuses a CLOUD
+# given beside SETTINGS, which names its own cloud.
+CLOUD       ?=
 POD         ?=
 SETTINGS    ?=
 CLUSTER     ?=
@@ -55,16 +57,37 @@ annotated-policy.wasm: policy.wasm policy-metadata.yml README.md $(ANNOTATOR)
 policy.cdx.json: Cargo.toml Cargo.lock $(PUBLISHER)
 	$(CARGO) run --locked -q -p publish -- sbom -o policy.cdx.json
 
-# The main job: the policy on an example pod, in wasmtime through waPC on policy-host's lean
-# engine, which the e2e tests hold to the policy server's engine on every case.
+# The main job: the policy on an example pod, or a job's worker pod, in wasmtime through waPC on
+# policy-host's lean engine, which the e2e tests hold to the policy server's engine on every case.
+# The first run builds the module and the preview tool (wasmtime: minutes), and says so first.
+PREVIEW_BIN := $(or $(CARGO_TARGET_DIR),target)/debug/preview
 .PHONY: preview
-preview: annotated-policy.wasm
-	$(CARGO) run --locked -q -p preview -- --module $(CURDIR)/annotated-policy.wasm --cloud $(CLOUD) \
-		$(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
+preview: preview-notice annotated-policy.wasm
+	$(CARGO) run --locked -q -p preview -- --module $(CURDIR)/annotated-policy.wasm \
+		$(if $(CLOUD),--cloud $(CLOUD)) $(if $(POD),--pod $(POD)) $(if $(SETTINGS),--settings $(SETTINGS))
+
+.PHONY: preview-notice
+preview-notice:
+	@test -f annotated-policy.wasm -a -x $(PREVIEW_BIN) || echo "preview: first run: building the \
+	policy module and the preview tool (wasmtime, a few minutes on 2 cores); later runs take seconds" >&2
+
+# Everything a cluster needs for the policy, from one settings file (a vendor file, a `make
+# settings` output, or a chart values file's multinodeNetworking block), its policies loading
+# registry://REGISTRY: one YAML stream on stdout (progress on stderr), for kubectl apply -f -.
+.PHONY: manifests
+manifests:
+	@test -n "$(SETTINGS)" -a -n "$(REGISTRY)" || { echo 'usage: make manifests SETTINGS=FILE REGISTRY=host/repo:tag' >&2; exit 1; }
+	@$(CARGO) run --locked -q -p manifests -- --settings $(SETTINGS) --registry $(REGISTRY)
+
+# deploy/<cloud>/manifests.yaml (and its subfolders') rendered again from
+# examples/settings/vendor/, after a change there; the e2e tests hold deploy/ equal to them.
+.PHONY: deploy-manifests
+deploy-manifests:
+	$(CARGO) run --locked -q -p manifests -- --write-deploy
 
 # Settings from the cluster: what `kubectl get nodes -o json` (and the NetworkAttachmentDefinitions'
 # and DeviceClasses' lists) printed, in files separated by spaces (`-`: standard input), read into
-# the settings for that cluster, printed on standard output with comments (README, "Your cluster").
+# the settings for that cluster, printed on standard output with comments (README, "Choose the settings").
 .PHONY: settings
 settings:
 	@test -n "$(CLUSTER)" || { echo 'make settings: give the files, CLUSTER="nodes.json [nads.json] [deviceclasses.json]" (- for standard input)' >&2; exit 2; }
@@ -89,14 +112,14 @@ test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-tes
 .PHONY: unit-tests
 unit-tests:
 	$(CARGO) test --locked -p multinode-networking-policy -p case-runner -p policy-payload -p playground \
-		-p cluster-settings
+		-p cluster-settings -p manifests
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
 # annotate again in the policy-metadata tool's tests.
 .PHONY: e2e-tests
 e2e-tests: annotated-policy.wasm policy.wasm
 	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
-		$(CARGO) test --locked -p e2e-tests -p policy-metadata
+		$(CARGO) test --locked -p e2e-tests -p policy-metadata -p preview
 
 # kwctl's contract with a real kwctl: every e2e case through `kwctl run`, its AdmissionResponse
 # compared with the module's in the waPC host (e2e-tests/src/bin/kwctl-cases.rs). Skipped,
@@ -121,7 +144,9 @@ registry-test: annotated-policy.wasm policy.wasm
 # The playground: the policy compiled for the browser with wasm-bindgen, a static site in
 # target/playground (docs/development.md, "Playground").
 BROWSER_TARGET  := wasm32-unknown-unknown
-PLAYGROUND_WASM := target/$(BROWSER_TARGET)/playground/playground.wasm
+# Cargo's profile is `browser`, not `playground`: a cross build keeps its build scripts and proc
+# macros in target/<profile>/, which would be the site's folder, emptied by every site build.
+PLAYGROUND_WASM := target/$(BROWSER_TARGET)/browser/playground.wasm
 PLAYGROUND_SITE := target/playground
 PORT            ?= 8000
 CHROMIUM        ?= /usr/bin/chromium
@@ -130,7 +155,7 @@ WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version 
 
 .PHONY: playground-site
 playground-site: | node browser-target wasm-bindgen-cli playground/node_modules/.package-lock.json
-	$(CARGO) build --locked --profile playground --target $(BROWSER_TARGET) -p playground
+	$(CARGO) build --locked --profile browser --target $(BROWSER_TARGET) -p playground
 	node playground/build.mjs --wasm $(PLAYGROUND_WASM) --wasm-bindgen wasm-bindgen --out $(PLAYGROUND_SITE)
 
 .PHONY: playground

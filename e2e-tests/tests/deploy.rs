@@ -53,6 +53,18 @@ fn cloud_of(file: &str) -> Option<&'static str> {
         .find(|cloud| file.starts_with(&format!("deploy/{cloud}/")))
 }
 
+/// The renders of `make manifests` under deploy/ (`deploy/<cloud>/manifests.yaml` and its
+/// subfolders'), each holding one injector, its auditor, their PolicyServer and RBAC.
+fn render_files(documents: &[Document]) -> Vec<&str> {
+    let mut files: Vec<&str> = documents
+        .iter()
+        .map(|d| d.file.as_str())
+        .filter(|f| f.ends_with("/manifests.yaml"))
+        .collect();
+    files.dedup();
+    files
+}
+
 /// What a policy manifest holds beside its settings, and what its checks need.
 struct Expected {
     rules: Value,
@@ -284,21 +296,27 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
         failures.len(),
         failures.join("\n")
     );
-    for cloud in CLOUDS {
-        let of_cloud = |auditor: bool| -> Vec<&Value> {
+    // Each render: one injector and its auditor.
+    let renders = render_files(&documents);
+    assert!(
+        renders.len() >= CLOUDS.len(),
+        "one render per cloud at least"
+    );
+    for file in &renders {
+        let in_render = |auditor: bool| -> Vec<&Value> {
             policies
                 .iter()
                 .filter(|(d, k)| {
                     *k == "ClusterAdmissionPolicy"
-                        && cloud_of(&d.file) == Some(cloud)
+                        && d.file == *file
                         && is_auditor(&d.value) == auditor
                 })
                 .map(|(d, _)| &d.value)
                 .collect()
         };
-        let (injectors, auditors) = (of_cloud(false), of_cloud(true));
+        let (injectors, auditors) = (in_render(false), in_render(true));
         let ([injector], [auditor]) = (injectors.as_slice(), auditors.as_slice()) else {
-            panic!("deploy/{cloud}/ needs one ClusterAdmissionPolicy injecting and one auditing");
+            panic!("{file} needs one ClusterAdmissionPolicy injecting and one auditing");
         };
         // The same policy, but for what makes it the auditor.
         let mut same = auditor["spec"].clone();
@@ -311,12 +329,14 @@ fn every_policy_manifest_is_loadable_and_agrees_with_the_metadata() {
             .remove("validateOnly");
         assert_eq!(
             same, injector["spec"],
-            "deploy/{cloud}/: the auditor is not the injector with validateOnly, monitor mode and backgroundAudit"
+            "{file}: the auditor is not the injector with validateOnly, monitor mode and backgroundAudit"
         );
         assert_ne!(
             auditor["metadata"]["name"], injector["metadata"]["name"],
-            "deploy/{cloud}/: the auditor and the injector share a name"
+            "{file}: the auditor and the injector share a name"
         );
+    }
+    for cloud in CLOUDS {
         for kind in ["AdmissionPolicy", "ClusterAdmissionPolicy"] {
             assert!(
                 policies
@@ -398,9 +418,9 @@ fn preflight_kinds(
 const POLICY_SERVER_ACCOUNT: &str = "policy-server";
 
 /// Each cloud's ClusterAdmissionPolicy lists in `spec.contextAwareResources` exactly what its
-/// injection may refer to, each listed in policy-metadata.yml, and `deploy/<cloud>/
-/// preflight-rbac.yaml` grants the policy server get, list and watch of exactly those, bound to
-/// its ServiceAccount; an AdmissionPolicy lists none (it may not read the cluster).
+/// injection may refer to, each listed in policy-metadata.yml, and the render it is in
+/// (`deploy/<cloud>/.../manifests.yaml`) grants the policy server get, list and watch of exactly
+/// those, bound to its ServiceAccount; an AdmissionPolicy lists none (it may not read the cluster).
 #[test]
 fn the_preflights_resources_agree_with_the_metadata_and_the_rbac() {
     let metadata = policy_metadata();
@@ -447,8 +467,8 @@ fn the_preflights_resources_agree_with_the_metadata_and_the_rbac() {
             ));
         }
     }
-    for cloud in CLOUDS {
-        let file = format!("deploy/{cloud}/preflight-rbac.yaml");
+    for file in render_files(&documents) {
+        let cloud = cloud_of(file).expect("renders are under deploy/<cloud>/");
         let rbac: Vec<&Value> = documents
             .iter()
             .filter(|d| d.file == file)
@@ -546,8 +566,8 @@ fn every_vendor_file_fits_in_its_clouds_policy_manifests() {
     }
     assert_eq!(
         manifests,
-        3 * CLOUDS.len(),
-        "one AdmissionPolicy and two ClusterAdmissionPolicies (the injector, the auditor) per cloud"
+        CLOUDS.len() + 2 * render_files(&documents).len(),
+        "one AdmissionPolicy per cloud, and two ClusterAdmissionPolicies (the injector, the auditor) per render"
     );
     assert!(
         tried >= 3 * (CLOUDS.len() + 2),
@@ -840,15 +860,20 @@ fn cluster_policies_run_on_their_own_policy_server() {
             .iter()
             .find(|d| d.value["kind"] == "PolicyServer" && d.value["metadata"]["name"] == name)
     };
+    let renders = render_files(&documents);
+    for file in &renders {
+        assert!(
+            documents.iter().any(|d| d.file == *file
+                && d.value["kind"] == "PolicyServer"
+                && d.value["metadata"]["name"] == OWN),
+            "{file}: no PolicyServer {OWN}: its policies name it"
+        );
+    }
+    // The renders' servers are one text, held equal to the renders by tests/manifests.rs.
     let own = server(OWN).unwrap_or_else(|| panic!("no PolicyServer {OWN} under deploy/"));
     assert_eq!(
         own.value["apiVersion"], "policies.kubewarden.io/v1",
         "{}",
-        own.file
-    );
-    assert!(
-        own.file.starts_with("deploy/policy-server/"),
-        "{}: policy servers live in deploy/policy-server/",
         own.file
     );
     let spec = &own.value["spec"];
@@ -862,7 +887,7 @@ fn cluster_policies_run_on_their_own_policy_server() {
     // it is, and without it the pods would run as the namespace's `default`.
     assert_eq!(
         spec["serviceAccountName"], POLICY_SERVER_ACCOUNT,
-        "{}: spec.serviceAccountName must be the account deploy/<cloud>/preflight-rbac.yaml binds",
+        "{}: spec.serviceAccountName must be the account the render's RBAC binds",
         own.file
     );
     let replicas = spec["replicas"].as_u64().unwrap_or(1);
@@ -891,8 +916,8 @@ fn cluster_policies_run_on_their_own_policy_server() {
     }
     assert_eq!(
         clusters,
-        2 * CLOUDS.len(),
-        "two ClusterAdmissionPolicies per cloud: the injector and the auditor"
+        2 * renders.len(),
+        "two ClusterAdmissionPolicies per render: the injector and the auditor"
     );
 }
 
@@ -988,6 +1013,10 @@ fn every_policy_manifest_holds_to_kubewardens_crd() {
             }
         }
     }
-    assert_eq!(auditors, CLOUDS.len(), "one auditor per cloud");
+    assert_eq!(
+        auditors,
+        render_files(&documents).len(),
+        "one auditor per render"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -3,6 +3,11 @@
 //! tests hold to the policy server's answers on every case. With no cluster, as for an
 //! `AdmissionPolicy`, its host calls are errors.
 
+pub mod controllers;
+pub mod input;
+pub mod reason;
+pub mod summary;
+
 use anyhow::{Context, Result};
 use case_runner::cluster::Recorder;
 use case_runner::{Response, SettingsResponse};
