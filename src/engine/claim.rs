@@ -65,33 +65,55 @@ impl<'c> Claim<'c> {
 
     /// Adds the claim, made from the template for `count` devices, to `spec` unless the pod has a
     /// claim of its name or from that template, and names the pod's claim in every GPU
-    /// container. Returns what it added, whether the pod has claims besides the fabric's, and
-    /// the template the pod's claim is made from, where it is this one (for the preflight; a
-    /// claim of the name the user made otherwise is theirs).
+    /// container. `gpu_claims` are the pod's claims read as holding GPUs and no device of the
+    /// fabric (behaviour.md §3.10): never the fabric's, whatever their names. Returns what it
+    /// added, whether the pod has claims besides the fabric's, and the template the pod's claim is
+    /// made from, where it is this one (for the preflight; a claim of the name the user made
+    /// otherwise is theirs); or, where one of `gpu_claims` is made from the template, the
+    /// collision, and nothing is added: a claim from that template would bring more GPUs.
     pub(super) fn add(
         &self,
         spec: &mut Object<'_>,
         gpu_containers: &[GpuContainer],
         count: u64,
-    ) -> Result<Claimed, Error> {
+        gpu_claims: &[String],
+    ) -> Result<Result<Claimed, Collision>, Error> {
         let template = with_count(&self.setting.template, count);
         if !is_dns1123_subdomain(&template) {
             return Err(self.not_a_name(&template, count));
         }
         let claims = items::<Entry<'_>>(spec, "resourceClaims").map_err(|e| e.within("spec"))?;
-        // A claim of the name, else a named claim from the template, is the fabric's already.
-        let ours = claims
+        let holds_gpus = |c: &&Entry<'_>| {
+            c.name
+                .as_str()
+                .is_some_and(|name| gpu_claims.iter().any(|g| g == name))
+        };
+        if let Some(gpus) = claims
             .iter()
+            .filter(holds_gpus)
+            .find(|c| c.template.as_str() == Some(&template))
+        {
+            return Ok(Err(Collision {
+                claim: gpus.name.as_str().unwrap_or_default().to_string(),
+                template,
+            }));
+        }
+        // A claim of the name, else a named claim from the template, is the fabric's already.
+        let fabrics = || claims.iter().filter(|c| !holds_gpus(c));
+        let ours = fabrics()
             .find(|c| c.name.as_str() == Some(self.name))
             .or_else(|| {
-                claims
-                    .iter()
-                    .find(|c| c.name.0.is_some() && c.template.as_str() == Some(&template))
+                fabrics().find(|c| c.name.0.is_some() && c.template.as_str() == Some(&template))
             });
         let others = claims.len() > usize::from(ours.is_some());
         let from_template = ours.is_none_or(|c| c.template.as_str() == Some(&template));
-        let name = ours.and_then(|c| c.name.as_str()).unwrap_or(self.name);
-        let name = name.to_string();
+        let name = match ours.and_then(|c| c.name.as_str()) {
+            Some(name) => name.to_string(),
+            None => {
+                let taken: Vec<&str> = claims.iter().filter_map(|c| c.name.as_str()).collect();
+                free_name(self.name, &taken, None)
+            }
+        };
         let mut pod_claim = None;
         if ours.is_none() {
             append(spec, "resourceClaims", pod_claim_item(&name, &template))
@@ -99,15 +121,45 @@ impl<'c> Claim<'c> {
             pod_claim = Some(name.clone());
         }
         let named_in = name_in_containers(spec, gpu_containers, &name)?;
-        Ok(Claimed {
+        Ok(Ok(Claimed {
             name,
             pod_claim,
             named_in,
             others,
             template: from_template.then_some(template),
-        })
+        }))
     }
 }
+
+/// A claim of the pod's GPUs made from the template the fabric's claim would be made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Collision {
+    /// The pod's claim of GPUs.
+    pub(super) claim: String,
+    pub(super) template: String,
+}
+
+/// `base`, else the first of `<base>-2`, `-3`, … that no claim of `taken` has and that is not
+/// `also`: one of the first `taken.len() + 2` names is free. A pod claim's name is a DNS label of
+/// at most 63 characters: where `base` is a label, so is each name, `base` shortened to fit.
+pub(super) fn free_name(base: &str, taken: &[&str], also: Option<&str>) -> String {
+    let free = |name: &str| also != Some(name) && !taken.contains(&name);
+    if free(base) {
+        return base.to_string();
+    }
+    (2..)
+        .map(|n: usize| {
+            let suffix = format!("-{n}");
+            let fits = MAX_LABEL.saturating_sub(suffix.len());
+            let stem = base.get(..fits).unwrap_or(base);
+            format!("{stem}{suffix}")
+        })
+        .find(|name| free(name))
+        .unwrap_or_default()
+}
+
+/// The longest DNS label (RFC 1123), which a pod claim's name must be.
+const MAX_LABEL: usize = 63;
 
 /// A `spec.resourceClaims` item: the claim `name`, made from `template`.
 pub(super) fn pod_claim_item(name: &str, template: &str) -> String {
@@ -153,9 +205,26 @@ pub(super) fn name_in_containers(
 
 #[cfg(test)]
 mod tests {
+    use super::free_name;
     use crate::engine::tests::{gpu_container, inject, inject_twice, pod};
     use crate::settings::config_of;
     use serde_json::json;
+
+    #[test]
+    fn a_claims_name_is_its_base_unless_a_claim_has_it() {
+        let base = "compute-domain-channel";
+        assert_eq!(free_name(base, &["efa"], None), base);
+        assert_eq!(free_name(base, &[base], None), "compute-domain-channel-2");
+        assert_eq!(
+            free_name(base, &["compute-domain-channel-2"], Some(base)),
+            "compute-domain-channel-3"
+        );
+        assert_eq!(free_name("efa", &["efa", "efa-2", "efa-3"], None), "efa-4");
+        let long = "a".repeat(63);
+        let second = free_name(&long, &[&long], None);
+        assert_eq!(second, format!("{}-2", "a".repeat(61)));
+        assert!(crate::k8s::names::is_dns1123_label(&second));
+    }
 
     #[test]
     fn the_claim_replaces_the_device_and_names_the_count() {

@@ -1,7 +1,7 @@
 //! The third step, judge: the warnings, worded from what [`super::read`] found and
 //! [`super::wire`] did, in the order the answer gives them — the machine's, a claim the machine's
-//! fabric cannot have, the conflicting volumes, the device counts', a device asked for twice, the
-//! nodes too small, a pod smaller than its node, a missing ComputeDomain claim, the sidecar's.
+//! fabric cannot have, the conflicting volumes, the device counts', a device asked for twice, a GPU
+//! claim in the fabric claim's place, the nodes too small, a pod smaller than its node, a missing ComputeDomain claim, the sidecar's.
 //! Apart from the mutations so that each list reads at once; none of them changes the pod.
 
 use crate::compute_domain::Channel;
@@ -102,6 +102,13 @@ pub(super) fn warnings(
                 wiring.containers[at].name, device.resource, claim.name
             ));
         }
+    }
+    if let (Some(collision), Some(claim)) = (&wiring.collision, &profile.claim) {
+        let fabric = facts.fabric.name;
+        warnings.push(format!(
+            "multi-node networking: the pod's claim {} is made from ResourceClaimTemplate {}, which holds GPUs and no {fabric} device; {}.template gives that same name for this pod's {fabric} claim, so no {fabric} claim was added (one from that template would give the pod more GPUs) and the pod has no {fabric} devices: give the GPU template another name",
+            collision.claim, collision.template, claim.setting
+        ));
     }
     if let (Some(placement), Some(device)) = (&facts.placement, &profile.device) {
         let over = placement::over_capacity(placement, &device.resource, wiring.devices);

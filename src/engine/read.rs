@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::claims::{PodClaims, Unread};
+use crate::claims::{PodClaim, PodClaims, Unread};
 use crate::clouds::Fabric;
 use crate::compute_domain::{self, Channel, MNNVL_ENABLE};
 use crate::error::Error;
@@ -50,6 +50,9 @@ pub(super) struct Reading<'a> {
     pub(super) claim_warnings: Vec<String>,
     /// Its ComputeDomain's channel (behaviour.md §3.11).
     pub(super) channel: Channel,
+    /// Its claims read as holding GPUs and no device of the fabric: never the fabric's claim
+    /// (behaviour.md §3.8).
+    pub(super) gpu_claims: Vec<String>,
 }
 
 /// Why a pod the policy acts on gets nothing (behaviour.md §2, §3.7); [`super::judge`] says it.
@@ -157,6 +160,7 @@ pub(super) fn pod<'a>(
         fabric_claim,
         claim_warnings,
         channel,
+        gpu_claims: gpu_claims(claims),
     }))
 }
 
@@ -224,6 +228,21 @@ fn count_all_claims(
         ));
     }
     warnings
+}
+
+/// The names of the pod's claims read as holding GPUs and no device of the fabric.
+fn gpu_claims(claims: &PodClaims<'_>) -> Vec<String> {
+    let gpus_only = |claim: &&PodClaim<'_>| {
+        claim
+            .devices
+            .is_ok_and(|devices| devices.has_gpus() && !devices.fabric)
+    };
+    claims
+        .claims
+        .iter()
+        .filter(gpus_only)
+        .map(|claim| claim.name.to_string())
+        .collect()
 }
 
 /// The pod's `metadata.namespace`, where it is a string.

@@ -16,7 +16,7 @@ use crate::profile::COUNT;
 
 use super::annotations::{Devices, annotate};
 use super::channel;
-use super::claim::Claim;
+use super::claim::{Claim, Collision};
 use super::container::{
     Additions, ContainerDone, GpuContainer, container_name, files_in_mounts, inject_container,
 };
@@ -44,6 +44,9 @@ pub(super) struct Wiring<'p, 'a> {
     pub(super) claim_template: Option<String>,
     /// The pod has claims besides the fabric's.
     pub(super) other_claims: bool,
+    /// The pod's claim of GPUs made from the template the fabric's claim would be made from:
+    /// the pod gets no claim of the fabric.
+    pub(super) collision: Option<Collision>,
     /// The volumes the policy mounted, in containers and the sidecar.
     mounted: Vec<&'static str>,
     /// The fabric's networks the pod's own GKE interface list lacks, and how many NICs the
@@ -90,7 +93,9 @@ pub(super) fn pod<'p, 'a>(
         .add_missing(spec, &profile.volumes, &wiring.mounted)?;
     wiring.added.volumes = added;
     wiring.present = present;
-    let claimed = wiring.claim.is_some() || facts.fabric_claim.is_some();
+    // Through DRA, whether the pod gets its claim or not.
+    let claimed =
+        wiring.claim.is_some() || wiring.collision.is_some() || facts.fabric_claim.is_some();
     let devices = Devices {
         nics: facts.node.nics,
         device: wiring.devices,
@@ -179,6 +184,7 @@ impl<'p, 'a> Wiring<'p, 'a> {
             claim,
             claim_template: None,
             other_claims: false,
+            collision: None,
             mounted: Vec::new(),
             lacking_interfaces: None,
             present: Vec::new(),
@@ -255,7 +261,20 @@ fn add_claim(
         wiring.other_claims = machine::has_claims(spec);
         return Ok(());
     };
-    let added = claim.add(spec, &facts.gpu_containers, count)?;
+    let added = match claim.add(spec, &facts.gpu_containers, count, &facts.gpu_claims)? {
+        Ok(added) => added,
+        Err(collision) => {
+            // No claim: the containers have none of the fabric's devices.
+            wiring.collision = Some(collision);
+            wiring.claim = None;
+            wiring.other_claims = true;
+            wiring.devices = 0;
+            for wired in wiring.containers.iter_mut().filter(|w| w.devices.is_some()) {
+                wired.devices = Some(0);
+            }
+            return Ok(());
+        }
+    };
     wiring.added.claims.extend(added.pod_claim);
     for (gained, claimed) in wiring.added.containers.iter_mut().zip(&added.named_in) {
         if *claimed {

@@ -51,6 +51,82 @@ proptest! {
     }
 
     #[test]
+    fn a_claim_of_gpus_is_never_the_fabrics((settings, pod) in case()) {
+        // The claims that containers name are read (the default device classes, a preflight
+        // that reads), and every claim holds 8 GPUs and nothing else, whatever its name or
+        // template: the pods' claims are named and made as the settings' `deviceClaim` would
+        // make the fabric's.
+        let mut settings = settings;
+        settings["preflight"] = json!("warn");
+        if let Some(settings) = settings.as_object_mut() {
+            settings.remove("gpuDeviceClasses");
+            settings.remove("fabricDeviceClasses");
+        }
+        let asked = RefCell::new(Vec::new());
+        let host = |operation: &str, request: &[u8]| {
+            if operation != preflight::LIST {
+                return None;
+            }
+            let request: Value = serde_json::from_slice(request).ok()?;
+            let name = request["field_selector"].as_str()?.strip_prefix("metadata.name=")?;
+            asked.borrow_mut().push(Value::from(name));
+            let devices = json!({"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8}}
+            ]});
+            let spec = match request["kind"].as_str()? {
+                "ResourceClaimTemplate" => json!({"spec": {"devices": devices}}),
+                "ResourceClaim" => json!({"devices": devices}),
+                _ => return Some(list(json!([]))),
+            };
+            Some(list(json!([{"metadata": {"name": name}, "spec": spec}])))
+        };
+        let verdict = admission::evaluate_with(&payload("CREATE", &pod, &settings), &host);
+        let (_, mutated, _, record) = answer_of(verdict);
+        let (Some(mutated), Some(record)) = (mutated, record) else {
+            return Ok(());
+        };
+        let claims_of = |pod: &Value| -> Vec<(Value, Value, Value)> {
+            pod.pointer("/spec/resourceClaims")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| (c["name"].clone(), c["resourceClaimTemplateName"].clone(), c["resourceClaimName"].clone()))
+                .collect()
+        };
+        let asked = asked.into_inner();
+        // The claims some container names were read (behaviour.md §3.10): those hold GPUs.
+        let named: Vec<&Value> = pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.pointer("/resources/claims").and_then(Value::as_array))
+            .flatten()
+            .map(|entry| &entry["name"])
+            .collect();
+        let before: Vec<(Value, Value, Value)> = claims_of(&pod)
+            .into_iter()
+            .filter(|(name, template, claim)| {
+                named.contains(&name) && (asked.contains(template) || asked.contains(claim))
+            })
+            .collect();
+        let had = claims_of(&pod);
+        for (name, template, _) in claims_of(&mutated).iter().filter(|c| !had.contains(c)) {
+            prop_assert!(
+                template.is_null() || !before.iter().any(|(_, t, _)| t == template),
+                "claim {} was added from the template {} of a claim of GPUs", name, template
+            );
+        }
+        let record: Value = serde_json::from_str(&serde_json::from_str::<String>(&record).unwrap()).unwrap();
+        for (container, wired) in record["containers"].as_object().into_iter().flatten() {
+            prop_assert!(
+                !before.iter().any(|(name, _, _)| *name == wired["claim"]),
+                "the record names a claim of GPUs as container {}'s fabric claim: {}", container, record
+            );
+        }
+    }
+
+    #[test]
     fn gpus_through_a_claim_count_as_nvidia_gpu(
         (settings, pod) in valid_settings().prop_flat_map(|(settings, trigger, cloud)| {
             (Just(settings), pod(trigger, cloud))
