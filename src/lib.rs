@@ -24,6 +24,7 @@ pub mod claims;
 pub mod clouds;
 pub mod compute_domain;
 pub mod engine;
+pub mod env_from;
 pub mod error;
 pub mod json;
 pub mod k8s;

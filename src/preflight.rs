@@ -64,6 +64,13 @@ pub const TOPOLOGY: ObjectKind = ObjectKind {
     ),
 };
 
+/// A ConfigMap a container takes env from (`envFrom`, behaviour.md §4): read for its keys, never
+/// looked for after the injection.
+pub const CONFIG_MAP: ObjectKind = ObjectKind {
+    creates: ("create it before the pod", ""),
+    ..TOPOLOGY
+};
+
 /// OCI's Multus network (k8s.cni.cncf.io/v1, the Network Plumbing Working Group's CRD); the NVIDIA
 /// network operator writes one per `SriovNetwork`.
 pub const NETWORK: ObjectKind = ObjectKind {

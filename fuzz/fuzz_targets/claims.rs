@@ -1,8 +1,10 @@
-//! The cluster's answer to a pod's claim reads (behaviour.md §3.10): the fuzzer's bytes are what
-//! the host answers every `ResourceClaimTemplate` and `ResourceClaim` read, for opted-in pods whose
-//! containers name claims (one from a template, one made ahead, one shared), on every cloud. Beyond
-//! "no panic": the answer is the SDK's response with a boolean `accepted`, no object is asked for
-//! twice in one request, and the answer reader alone, given the same bytes, never panics either.
+//! The cluster's answer to a pod's claim and `envFrom` reads (behaviour.md §3.10, §4): the
+//! fuzzer's bytes are what the host answers every `ResourceClaimTemplate`, `ResourceClaim` and
+//! `ConfigMap` read, for opted-in pods whose containers name claims (one from a template, one made
+//! ahead, one shared) and take env from ConfigMaps (one named twice, behind two prefixes, one
+//! optional) and a Secret, on every cloud. Beyond "no panic": the answer is the SDK's response
+//! with a boolean `accepted`, no object is asked for twice in one request, and the answer reader
+//! alone, given the same bytes, never panics either.
 #![no_main]
 
 use std::borrow::Cow;
@@ -25,8 +27,17 @@ fn pod() -> Value {
                 {"name": "again", "resourceClaimTemplateName": "eight-gpus"},
             ],
             "containers": [
-                {"name": "a", "resources": {"claims": [{"name": "gpus"}, {"name": "made"}]}},
-                {"name": "b", "resources": {"claims": [{"name": "gpus"}, {"name": "again"}], "limits": {"nvidia.com/gpu": "2"}}},
+                {"name": "a", "resources": {"claims": [{"name": "gpus"}, {"name": "made"}]},
+                 "envFrom": [
+                    {"configMapRef": {"name": "nccl-env"}},
+                    {"prefix": "NCCL_", "configMapRef": {"name": "nccl-env"}},
+                    {"secretRef": {"name": "hf-token"}},
+                 ]},
+                {"name": "b", "resources": {"claims": [{"name": "gpus"}, {"name": "again"}], "limits": {"nvidia.com/gpu": "2"}},
+                 "envFrom": [
+                    {"configMapRef": {"name": "nccl-env"}},
+                    {"prefix": "UCX_", "configMapRef": {"name": "ucx-env", "optional": true}},
+                 ]},
             ],
         }),
     );
@@ -51,12 +62,12 @@ fuzz_target!(|data: &[u8]| {
         json!({"oci": {"enabled": true}, "fabricDeviceClasses": ["gpu.nvidia.com"]}),
     ] {
         let calls = RefCell::new(Vec::new());
-        // The claims' lists and the namespace's read, each asked for once.
+        // The claims' and ConfigMaps' lists and the namespace's read, each asked for once.
         let host = |operation: &str, request: &[u8]| {
             calls.borrow_mut().push([operation.as_bytes(), request].concat());
             let asked: Value = serde_json::from_slice(request).expect("the policy writes JSON");
             let kind = asked["kind"].as_str().unwrap_or_default();
-            if kind.starts_with("ResourceClaim") {
+            if kind.starts_with("ResourceClaim") || kind == "ConfigMap" {
                 Some(data.to_vec())
             } else {
                 Some(br#"{"items":[]}"#.to_vec())

@@ -22,8 +22,8 @@ pub const READABLE: &[Readable] = &[
         kind: "ConfigMap",
         group: "",
         resource: "configmaps",
-        clouds: &["azure"],
-        why: "The NCCL topology ConfigMap the pod mounts (README \"Preflight\")",
+        clouds: &[],
+        why: "The ConfigMaps GPU containers take env from (envFrom), whose keys stay the user's; on Azure also the NCCL topology ConfigMap (README \"The user's pod wins\", \"Preflight\")",
     },
     Readable {
         api_version: "k8s.cni.cncf.io/v1",

@@ -170,16 +170,29 @@ pub(super) fn container_name(container: &Object<'_>, index: usize) -> String {
         .map_or_else(|| format!("#{index}"), Cow::into_owned)
 }
 
-/// Applies the per-container parts.
-/// `gpus` is `None` where the container's GPUs are not known: it gets a per-container count
-/// only.
+/// What the read step knows of one GPU container, for its wiring.
+pub(super) struct Target<'t> {
+    pub(super) name: &'t str,
+    /// `None` where the container's GPUs are not known: it gets a per-container count only.
+    pub(super) gpus: Option<u64>,
+    /// It has a seccomp profile already.
+    pub(super) seccomp_set: bool,
+    /// The profile's variables its `envFrom` gives: the user's (behaviour.md §4).
+    pub(super) env_given: &'t [String],
+}
+
+/// Applies the per-container parts to `container`, which `target` describes.
 pub(super) fn inject_container<'a>(
     container: &mut Object<'_>,
-    name: &str,
-    gpus: Option<u64>,
+    target: &Target<'_>,
     additions: &Additions<'_, 'a>,
-    seccomp_set: bool,
 ) -> Result<ContainerDone<'a>, Error> {
+    let &Target {
+        name,
+        gpus,
+        seccomp_set,
+        env_given,
+    } = target;
     let profile = additions.profile;
     let mut gained = Container::named(name.to_string());
     let mut devices = 0;
@@ -212,15 +225,17 @@ pub(super) fn inject_container<'a>(
         gained.resources.extend(default_cpu(container, cpu)?);
     }
     // The container's mounts are read once, where the profile has env naming files in them.
+    // Neither a variable its `envFrom` gives nor one naming a file it will not have.
+    let mut leave_out: Vec<&str> = env_given.iter().map(String::as_str).collect();
     let mounts = match additions.files.as_slice() {
         [] => {
-            gained.env = add_env(container, &additions.env, &[])?;
+            gained.env = add_env(container, &additions.env, &leave_out)?;
             add_mounts(container, &additions.mounts)?
         }
         files => {
             let existing = crate::merge::items::<Entry<'_>>(container, "volumeMounts")?;
-            let unmounted = without_mount(files, additions, &existing);
-            gained.env = add_env(container, &additions.env, &unmounted)?;
+            leave_out.extend(without_mount(files, additions, &existing));
+            gained.env = add_env(container, &additions.env, &leave_out)?;
             add_mounts_beside(container, &additions.mounts, &existing)?
         }
     };

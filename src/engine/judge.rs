@@ -1,7 +1,9 @@
 //! The third step, judge: the warnings, worded from what [`super::read`] found and
 //! [`super::wire`] did, in the order the answer gives them — the machine's, a claim the machine's
-//! fabric cannot have, the conflicting volumes, the device counts', a device asked for twice, a GPU
-//! claim in the fabric claim's place, the nodes too small, a pod smaller than its node, a missing ComputeDomain claim, the sidecar's.
+//! fabric cannot have, the conflicting volumes, the `envFrom` sources whose keys are not known,
+//! the pod's own GKE interfaces, the device counts', a device asked for twice, a GPU claim in the
+//! fabric claim's place, the nodes too small, a pod smaller than its node, a missing
+//! ComputeDomain claim, the sidecar's.
 //! Apart from the mutations so that each list reads at once; none of them changes the pod.
 
 use crate::compute_domain::Channel;
@@ -83,6 +85,7 @@ pub(super) fn warnings(
             "pod volume {volume:?} differs from the one multi-node networking needs; kept it and did not mount it"
         ));
     }
+    warnings.extend(unknown_env_sources(facts, wiring));
     if let (Some((missing, nics)), Some(interfaces)) =
         (&wiring.lacking_interfaces, &profile.interfaces)
     {
@@ -133,6 +136,41 @@ pub(super) fn warnings(
     {
         warnings.extend(sidecar.outdated_probe());
         warnings.extend(unshared(sidecar, &profile.volumes, &wiring.shadowed));
+    }
+    warnings
+}
+
+/// The warnings for the `envFrom` sources whose keys are not known, of each GPU container that
+/// gained env they could give (behaviour.md §4): the container's `env` wins over them.
+fn unknown_env_sources(facts: &Reading<'_>, wiring: &Wiring<'_, '_>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (wired, env_from) in wiring.containers.iter().zip(&facts.env_from) {
+        let gained = wiring
+            .added
+            .containers
+            .iter()
+            .find(|c| c.name == wired.name);
+        let Some(gained) = gained.filter(|_| !env_from.unknown.is_empty()) else {
+            continue;
+        };
+        for unknown in &env_from.unknown {
+            let names: Vec<&str> = gained
+                .env
+                .iter()
+                .map(|name| name.as_ref())
+                .filter(|name| name.starts_with(unknown.prefix.as_str()))
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            warnings.push(format!(
+                "multi-node networking: container {} takes env from {} (envFrom), whose keys the policy cannot know: {}; it added {} to the container's env, which Kubernetes applies over envFrom, so a value of the same name there is replaced: set it in the container's env to keep yours",
+                wired.name,
+                unknown.source,
+                unknown.why.text(),
+                names.join(", ")
+            ));
+        }
     }
     warnings
 }

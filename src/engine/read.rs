@@ -10,13 +10,14 @@ use std::borrow::Cow;
 use crate::claims::{PodClaim, PodClaims, Unread};
 use crate::clouds::Fabric;
 use crate::compute_domain::{self, Channel, MNNVL_ENABLE};
+use crate::env_from::{self, EnvFrom};
 use crate::error::Error;
 use crate::json::object::Object;
 use crate::layers::apply_env;
 use crate::machine::{self, NodeFacts};
-use crate::merge::{object, text};
+use crate::merge::{names, object, text};
 use crate::placement::{self, Placement};
-use crate::preflight::Host;
+use crate::preflight::{Host, Mode};
 use crate::profile::{DeviceCount, EnvChange, Profile};
 use crate::settings::Config;
 
@@ -53,6 +54,9 @@ pub(super) struct Reading<'a> {
     /// Its claims read as holding GPUs and no device of the fabric: never the fabric's claim
     /// (behaviour.md §3.8).
     pub(super) gpu_claims: Vec<String>,
+    /// What each GPU container, in `gpu_containers`' order, takes through `envFrom` of the env
+    /// the profile would add (behaviour.md §4).
+    pub(super) env_from: Vec<EnvFrom>,
 }
 
 /// Why a pod the policy acts on gets nothing (behaviour.md §2, §3.7); [`super::judge`] says it.
@@ -142,6 +146,7 @@ pub(super) fn pod<'a>(
         };
         apply_env(&mut profile.env, &[off]);
     }
+    let env_from = env_from(spec, &gpu_containers, &profile, config.preflight, cluster)?;
     // Where the pod may run decides its device count.
     let placement = profile
         .device
@@ -161,6 +166,7 @@ pub(super) fn pod<'a>(
         claim_warnings,
         channel,
         gpu_claims: gpu_claims(claims),
+        env_from,
     }))
 }
 
@@ -228,6 +234,40 @@ fn count_all_claims(
         ));
     }
     warnings
+}
+
+/// What each GPU container takes through `envFrom` of the profile's env it has no entry for:
+/// read only for a container that has `envFrom`, where the profile has env.
+fn env_from(
+    spec: &Object<'_>,
+    gpu_containers: &[GpuContainer],
+    profile: &Profile<'_>,
+    mode: Mode,
+    cluster: Option<(&str, Host<'_>)>,
+) -> Result<Vec<EnvFrom>, Error> {
+    let mut found = vec![EnvFrom::default(); gpu_containers.len()];
+    if profile.env.is_empty() {
+        return Ok(found);
+    }
+    let pod_containers: Vec<&Object<'_>> = containers(spec).collect();
+    for (gpu, found) in gpu_containers.iter().zip(&mut found) {
+        let Some(container) = pod_containers.get(gpu.index) else {
+            continue;
+        };
+        if container.get("envFrom").is_none_or(|from| from.is_null()) {
+            continue;
+        }
+        let at = |e: Error| e.within(&format!("spec.containers[{}]", gpu.index));
+        let has = names(container, "env").map_err(at)?;
+        let wanted: Vec<&str> = profile
+            .env
+            .iter()
+            .map(|var| var.name.as_ref())
+            .filter(|name| !has.iter().any(|h| h == name))
+            .collect();
+        *found = env_from::read(container, &wanted, mode, cluster);
+    }
+    Ok(found)
 }
 
 /// The names of the pod's claims read as holding GPUs and no device of the fabric.

@@ -18,7 +18,8 @@ use super::annotations::{Devices, annotate};
 use super::channel;
 use super::claim::{Claim, Collision};
 use super::container::{
-    Additions, ContainerDone, GpuContainer, container_name, files_in_mounts, inject_container,
+    Additions, ContainerDone, GpuContainer, Target, container_name, files_in_mounts,
+    inject_container,
 };
 use super::read::Reading;
 use super::sidecar::add_sidecar;
@@ -122,13 +123,16 @@ fn each_gpu_container<'p, 'a>(
     let Some(Node::List(containers)) = spec.get_mut("containers") else {
         return Err(malformed("spec.containers", JsonType::List));
     };
-    for &GpuContainer {
-        index,
-        gpus,
-        uncounted,
-        fabric_claim,
-        ..
-    } in &facts.gpu_containers
+    for (
+        &GpuContainer {
+            index,
+            gpus,
+            uncounted,
+            fabric_claim,
+            ..
+        },
+        env_from,
+    ) in facts.gpu_containers.iter().zip(&facts.env_from)
     {
         let at = || format!("spec.containers[{index}]");
         // Read refused a pod with a container that is not an object.
@@ -138,8 +142,13 @@ fn each_gpu_container<'p, 'a>(
         let name = container_name(container, index);
         let seccomp_set = facts.seccomp.set_for(&name);
         let gpus = (!uncounted).then_some(gpus);
-        let done = inject_container(container, &name, gpus, &additions, seccomp_set)
-            .map_err(|e| e.within(&at()))?;
+        let done = Target {
+            name: &name,
+            gpus,
+            seccomp_set,
+            env_given: &env_from.given,
+        };
+        let done = inject_container(container, &done, &additions).map_err(|e| e.within(&at()))?;
         let claim = facts.fabric_claim.clone().filter(|_| fabric_claim);
         wiring.tally(name, done, claim, facts.profile.device.is_some());
     }

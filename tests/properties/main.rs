@@ -30,7 +30,8 @@
 //! - `run.rs` runs the policy; `api_rules.rs` and `inspect.rs` read what it answered.
 //! - The properties, by topic: `decision.rs` (every pod's answer), `mutation.rs` (what a mutation
 //!   may change), `injection.rs` (what it injects), `preflight.rs` (the host calls and the
-//!   namespace's Pod Security level), `claims.rs` (GPUs through DRA claims), `robustness.rs` (no
+//!   namespace's Pod Security level), `claims.rs` (GPUs through DRA claims), `env_from.rs` (the
+//!   env a container takes from ConfigMaps stays the user's), `robustness.rs` (no
 //!   panics, settings refused as they should be), `validate_only.rs` (the validate-only answer
 //!   held to the injector's, on pods as drawn and as the API server stores them).
 //! - `coverage.rs`: the generators produce the cases the properties are about.
@@ -45,6 +46,7 @@ mod api_rules;
 mod claims;
 mod coverage;
 mod decision;
+mod env_from;
 mod generators;
 mod injection;
 mod inspect;

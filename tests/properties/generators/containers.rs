@@ -281,6 +281,40 @@ pub(crate) fn env_part() -> impl Strategy<Value = Option<Value>> {
     })
 }
 
+/// The ConfigMaps `envFrom` names, as the properties' cluster holds them (`env_from_host`):
+/// one with keys, one without data, one missing.
+pub(crate) const ENV_CONFIG_MAPS: &[&str] = &["nccl-env", "empty-env", "missing-env"];
+/// Prefixes an `envFrom` source may have: none, ones some variables begin with, and another.
+const ENV_PREFIXES: &[&str] = &["", "", "NCCL_", "FI_", "UCX_", "X_"];
+
+/// `envFrom`: ConfigMaps (optional or not) and Secrets behind a prefix or none, and items of the
+/// wrong shape, which the API server refuses but the policy must read without harm.
+pub(crate) fn env_from_part() -> impl Strategy<Value = Option<Value>> {
+    let item = (
+        0u8..8,
+        select(ENV_CONFIG_MAPS),
+        select(ENV_PREFIXES),
+        any::<bool>(),
+    )
+        .prop_map(|(kind, name, prefix, optional)| {
+            let mut item = match kind {
+                0..=3 => json!({"configMapRef": {"name": name}}),
+                4 => json!({"configMapRef": {"name": name, "optional": optional}}),
+                5 => json!({"secretRef": {"name": "hf-token", "optional": optional}}),
+                6 => json!({"configMapRef": {"name": name}, "secretRef": {"name": "hf-token"}}),
+                _ => json!({"configMapRef": name}),
+            };
+            if !prefix.is_empty() {
+                item["prefix"] = prefix.into();
+            }
+            item
+        });
+    proptest::option::weighted(
+        0.3,
+        proptest::collection::vec(item, 0..4).prop_map(Value::Array),
+    )
+}
+
 /// Mounts: a path each, and which volume (resolved against the pod's volumes later).
 pub(crate) type MountPlan = Vec<(&'static str, Index, bool, bool)>;
 
@@ -351,6 +385,7 @@ pub(crate) struct ContainerPlan {
 /// reads or writes.
 pub(crate) const CONTAINER_NULLS: &[&str] = &[
     "/env",
+    "/envFrom",
     "/volumeMounts",
     "/resources",
     "/resources/requests",
@@ -400,9 +435,21 @@ pub(crate) fn container(init: bool) -> impl Strategy<Value = ContainerPlan> {
         proptest::bool::weighted(if init { 0.5 } else { 0.0 }),
         any::<bool>(),
         nulls(CONTAINER_NULLS),
+        env_from_part(),
     )
         .prop_map(
-            move |(name, resources, env, mounts, security, unknown, sidecar, defaults, nulls)| {
+            move |(
+                name,
+                resources,
+                env,
+                mounts,
+                security,
+                unknown,
+                sidecar,
+                defaults,
+                nulls,
+                env_from,
+            )| {
                 let mut c = Map::new();
                 c.insert("name".into(), name.into());
                 c.insert("image".into(), "nvcr.io/nvidia/nemo:25.04".into());
@@ -411,6 +458,9 @@ pub(crate) fn container(init: bool) -> impl Strategy<Value = ContainerPlan> {
                 }
                 if let Some(e) = env {
                     c.insert("env".into(), e);
+                }
+                if let Some(e) = env_from {
+                    c.insert("envFrom".into(), e);
                 }
                 if let Some(s) = security {
                     c.insert("securityContext".into(), s);
