@@ -385,15 +385,12 @@ fn preflight_kinds(
     );
     // And on every cloud the pod's namespace, for its Pod Security level (behaviour.md §11).
     const NAMESPACE: (&str, &str, &str, &str) = ("v1", "Namespace", "", "namespaces");
+    // The ConfigMaps GPU containers take env from (behaviour.md §4), on every cloud; Azure's
+    // topology too.
+    const CONFIG_MAP: (&str, &str, &str, &str) = ("v1", "ConfigMap", "", "configmaps");
     match cloud {
-        "azure" => &[
-            ("v1", "ConfigMap", "", "configmaps"),
-            CLAIM_TEMPLATE,
-            RESOURCE_CLAIM,
-            COMPUTE_DOMAIN,
-            NAMESPACE,
-        ],
         "oci" => &[
+            CONFIG_MAP,
             NETWORK,
             CLAIM_TEMPLATE,
             RESOURCE_CLAIM,
@@ -403,13 +400,20 @@ fn preflight_kinds(
         // No DRA driver is documented for the `rdma` block's fabric: no deviceClaim, but the
         // templates and claims of the pods' GPUs.
         "rdma" => &[
+            CONFIG_MAP,
             NETWORK,
             CLAIM_TEMPLATE,
             RESOURCE_CLAIM,
             COMPUTE_DOMAIN,
             NAMESPACE,
         ],
-        _ => &[CLAIM_TEMPLATE, RESOURCE_CLAIM, COMPUTE_DOMAIN, NAMESPACE],
+        _ => &[
+            CONFIG_MAP,
+            CLAIM_TEMPLATE,
+            RESOURCE_CLAIM,
+            COMPUTE_DOMAIN,
+            NAMESPACE,
+        ],
     }
 }
 

@@ -421,8 +421,8 @@ mod tests {
         );
         assert_eq!(
             docs[1]["rules"].as_array().unwrap().len(),
-            1,
-            "oci reads no ConfigMap"
+            2,
+            "oci reads its network and the ConfigMaps of envFrom"
         );
         assert!(out.contains("(default/rdma-vf)"), "{out}");
     }

@@ -660,6 +660,35 @@ fn cases() -> Result<Vec<Case>> {
             "NetworkAttachmentDefinition",
             Some("network-operator"),
         ),
+        // A container that takes env from a ConfigMap (behaviour.md §4): one more read, whose
+        // keys (Azure/aks-rdma-infiniband's nccl-env-vars) stay the user's.
+        {
+            let mut case = present(
+                case(
+                    "8-GPU worker (Kubeflow MPIJob)",
+                    "azure",
+                    mpijob_worker(),
+                    Expect::Mutate,
+                )?,
+                "v1",
+                "ConfigMap",
+                None,
+            );
+            case.name = format!("{}, env from a ConfigMap", case.name);
+            let namespace = case.pod["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("default")
+                .to_string();
+            if let Some(container) = case.pod.pointer_mut("/spec/containers/0") {
+                container["envFrom"] = json!([{"configMapRef": {"name": "nccl-env-vars"}}]);
+            }
+            if let Some(cluster) = &mut case.cluster {
+                cluster.objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"namespace": namespace, "name": "nccl-env-vars"},
+                    "data": {"NCCL_NET_GDR_LEVEL": "SYS", "NCCL_IB_DISABLE": "0"}}));
+            }
+            case
+        },
         // The GCP fabrics and AMD GPUs, through the same example settings as their cloud's worker
         // above: the chart's GCP block, whose A3 Ultra pod gets RDMA by its machine.
         case(
