@@ -144,15 +144,15 @@ pub(super) fn warnings(
 /// gained env they could give (behaviour.md §4): the container's `env` wins over them.
 fn unknown_env_sources(facts: &Reading<'_>, wiring: &Wiring<'_, '_>) -> Vec<String> {
     let mut warnings = Vec::new();
+    // What the containers gained is in their order, without those that gained nothing.
+    let mut gained = wiring.added.containers.iter().peekable();
     for (wired, env_from) in wiring.containers.iter().zip(&facts.env_from) {
-        let gained = wiring
-            .added
-            .containers
-            .iter()
-            .find(|c| c.name == wired.name);
-        let Some(gained) = gained.filter(|_| !env_from.unknown.is_empty()) else {
+        let Some(gained) = gained.next_if(|c| c.name == wired.name) else {
             continue;
         };
+        if env_from.unknown.is_empty() {
+            continue;
+        }
         for unknown in &env_from.unknown {
             let names: Vec<&str> = gained
                 .env
