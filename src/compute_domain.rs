@@ -14,12 +14,12 @@ use std::borrow::Cow;
 pub use crate::claims::CHANNEL_CLASS;
 use crate::claims::{PodClaim, PodClaims};
 use crate::error::Error;
-use crate::json::lenient::{Entry, item_named, members, read_members, string};
+use crate::json::lenient::{Entry, members, string};
 use crate::json::object::{Node, Object};
 use crate::json::write::render_string;
 use crate::k8s::names::is_dns1123_subdomain;
 use crate::merge::{Read, expect_read, items, object};
-use crate::preflight::{self, COMPUTE_DOMAIN, Host, Mode};
+use crate::preflight::{self, COMPUTE_DOMAIN, Host, Listed, Mode};
 use crate::settings::ComputeDomain;
 
 /// The pod claim's name, as every vendor's GB200 worker writes it (AWS awsome-distributed-training
@@ -144,13 +144,11 @@ fn label_value<'a>(pod: &Object<'a>, key: &str) -> Option<Cow<'a, str>> {
 
 /// The channel template of the domain `name` in the host's answer to its list.
 fn template_of(answer: &[u8], name: &str) -> Result<String, Lacking<'static>> {
-    let text = std::str::from_utf8(answer).map_err(|_| Lacking::Unreadable)?;
-    let list = read_members(text)
-        .ok()
-        .and_then(|list| list.get("items"))
-        .filter(|list| list.get().starts_with('['))
-        .ok_or(Lacking::Unreadable)?;
-    let domain = item_named(list, name).ok_or(Lacking::Missing)?;
+    let domain = match preflight::listed(answer, name) {
+        Listed::Found(domain) => domain,
+        Listed::Missing => return Err(Lacking::Missing),
+        Listed::NotAList => return Err(Lacking::Unreadable),
+    };
     let path = ["spec", "channel", "resourceClaimTemplate", "name"];
     let mut at = domain;
     for key in path {

@@ -11,10 +11,10 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use crate::claims::Unread;
-use crate::json::lenient::{item_named, members, read_members, string};
+use crate::json::lenient::{members, string};
 use crate::json::object::Object;
 use crate::merge::raw_items;
-use crate::preflight::{self, CONFIG_MAP, Host, Mode};
+use crate::preflight::{self, CONFIG_MAP, Host, Listed, Mode};
 
 /// What a container's `envFrom` gives of the env the policy would add.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -157,13 +157,11 @@ fn config_map(
     };
     let request = preflight::request(&CONFIG_MAP, namespace, name);
     let answer = host(preflight::LIST, &request).ok_or(Unread::Refused)?;
-    let text = std::str::from_utf8(&answer).map_err(|_| Unread::Unreadable)?;
-    let list = read_members(text)
-        .ok()
-        .and_then(|list| list.get("items"))
-        .filter(|list| list.get().starts_with('['))
-        .ok_or(Unread::Unreadable)?;
-    let object = item_named(list, name).ok_or(Unread::Missing)?;
+    let object = match preflight::listed(&answer, name) {
+        Listed::Found(object) => object,
+        Listed::Missing => return Err(Unread::Missing),
+        Listed::NotAList => return Err(Unread::Unreadable),
+    };
     let data = match members(object).get("data") {
         None => return Ok(Vec::new()),
         Some(data) if data.get() == "null" => return Ok(Vec::new()),

@@ -13,6 +13,8 @@
 use std::borrow::Cow;
 
 use crate::error::Error;
+use serde_json::value::RawValue;
+
 use crate::json::lenient::{item_named, read_members};
 use crate::json::write::push_string;
 use crate::profile::{Profile, Source};
@@ -272,16 +274,40 @@ pub fn request(kind: &ObjectKind, namespace: &str, name: &str) -> Vec<u8> {
     text.into_bytes()
 }
 
-/// Whether the list the host answered holds an object named `name` (a host that ignored the
-/// field selector answers others too); `None` when the answer is not a list.
-pub fn lists(answer: &[u8], name: &str) -> Option<bool> {
-    let text = std::str::from_utf8(answer).ok()?;
+/// What the host's answer to the list of the object `name` says of it.
+#[derive(Debug, Clone, Copy)]
+pub enum Listed<'a> {
+    /// The object, as its JSON text.
+    Found(&'a RawValue),
+    /// A list without it.
+    Missing,
+    /// No list: an error of the host.
+    NotAList,
+}
+
+/// The object named `name` in the list the host answered (a host that ignored the field selector
+/// answers others too). Every host call of the policy but the namespace's read is such a list.
+pub fn listed<'a>(answer: &'a [u8], name: &str) -> Listed<'a> {
     // Only an object with an `items` list is a list; anything else is an error of the host.
-    let list = read_members(text).ok()?.get("items")?;
-    if !list.get().starts_with('[') {
-        return None;
+    let list = std::str::from_utf8(answer)
+        .ok()
+        .and_then(|text| read_members(text).ok()?.get("items"))
+        .filter(|list| list.get().starts_with('['));
+    match list.map(|list| item_named(list, name)) {
+        Some(Some(object)) => Listed::Found(object),
+        Some(None) => Listed::Missing,
+        None => Listed::NotAList,
     }
-    Some(item_named(list, name).is_some())
+}
+
+/// Whether the list the host answered holds an object named `name`; `None` when the answer is
+/// not a list.
+pub fn lists(answer: &[u8], name: &str) -> Option<bool> {
+    match listed(answer, name) {
+        Listed::Found(_) => Some(true),
+        Listed::Missing => Some(false),
+        Listed::NotAList => None,
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::json::lenient::{Members, item_named, items, members, read_members, string};
+use crate::json::lenient::{Members, items, members, string};
+use crate::preflight::{self, Listed};
 
 /// The DeviceClass of a ComputeDomain's channel (kubernetes-sigs/dra-driver-nvidia-gpu,
 /// `templates/compute-domain-workload-claim-template.tmpl.yaml`): always IMEX channel 0. A claim
@@ -65,18 +66,10 @@ pub struct Classes<'c> {
 
 /// Reads the answer to the list of the object `name` held as `holder`.
 pub fn read_answer(answer: &[u8], name: &str, holder: Holder, classes: &Classes<'_>) -> Answer {
-    let Ok(text) = std::str::from_utf8(answer) else {
-        return Answer::Unreadable;
-    };
-    let Some(list) = read_members(text)
-        .ok()
-        .and_then(|list| list.get("items"))
-        .filter(|list| list.get().starts_with('['))
-    else {
-        return Answer::Unreadable;
-    };
-    let Some(object) = item_named(list, name) else {
-        return Answer::Missing;
+    let object = match preflight::listed(answer, name) {
+        Listed::Found(object) => object,
+        Listed::Missing => return Answer::Missing,
+        Listed::NotAList => return Answer::Unreadable,
     };
     let mut spec = members(object).get("spec");
     if holder == Holder::Template {

@@ -683,7 +683,9 @@ fn cases() -> Result<Vec<Case>> {
                 container["envFrom"] = json!([{"configMapRef": {"name": "nccl-env-vars"}}]);
             }
             if let Some(cluster) = &mut case.cluster {
-                cluster.objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                cluster
+                    .objects
+                    .push(json!({"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"namespace": namespace, "name": "nccl-env-vars"},
                     "data": {"NCCL_NET_GDR_LEVEL": "SYS", "NCCL_IB_DISABLE": "0"}}));
             }
