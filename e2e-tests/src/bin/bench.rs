@@ -474,6 +474,7 @@ enum Expect {
     Refuse,
 }
 
+#[derive(Clone)]
 struct Case {
     name: String,
     /// Which settings, as the table shows them.
@@ -589,6 +590,31 @@ fn cases() -> Result<Vec<Case>> {
             cluster: None,
         })
     };
+    let mpijob = case(
+        "8-GPU worker (Kubeflow MPIJob)",
+        "azure",
+        mpijob_worker(),
+        Expect::Mutate,
+    )?;
+    let topology_present = present(mpijob.clone(), "v1", "ConfigMap", None);
+    // A container that takes env from a ConfigMap (behaviour.md §4): one more read, whose keys
+    // (Azure/aks-rdma-infiniband's nccl-env-vars) stay the user's.
+    let mut env_from = topology_present.clone();
+    env_from.name = format!("{}, env from a ConfigMap", env_from.name);
+    let namespace = env_from.pod["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    if let Some(container) = env_from.pod.pointer_mut("/spec/containers/0") {
+        container["envFrom"] = json!([{"configMapRef": {"name": "nccl-env-vars"}}]);
+    }
+    if let Some(cluster) = &mut env_from.cluster {
+        cluster
+            .objects
+            .push(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": namespace, "name": "nccl-env-vars"},
+            "data": {"NCCL_NET_GDR_LEVEL": "SYS", "NCCL_IB_DISABLE": "0"}}));
+    }
     let mut many_env = jobset_worker();
     let trainer = &mut many_env["spec"]["containers"][0];
     let env = trainer["env"].as_array_mut().context("env")?;
@@ -619,12 +645,7 @@ fn cases() -> Result<Vec<Case>> {
             pytorchjob_worker(),
             Expect::Mutate,
         )?,
-        case(
-            "8-GPU worker (Kubeflow MPIJob)",
-            "azure",
-            mpijob_worker(),
-            Expect::Mutate,
-        )?,
+        mpijob,
         case(
             "8-GPU worker (JobSet)",
             "gcp",
@@ -638,17 +659,7 @@ fn cases() -> Result<Vec<Case>> {
             Expect::Mutate,
         )?,
         // As a ClusterAdmissionPolicy with the RBAC: one host call per object (behaviour.md §9).
-        present(
-            case(
-                "8-GPU worker (Kubeflow MPIJob)",
-                "azure",
-                mpijob_worker(),
-                Expect::Mutate,
-            )?,
-            "v1",
-            "ConfigMap",
-            None,
-        ),
+        topology_present,
         present(
             case(
                 "8-GPU worker (Volcano Job)",
@@ -660,37 +671,7 @@ fn cases() -> Result<Vec<Case>> {
             "NetworkAttachmentDefinition",
             Some("network-operator"),
         ),
-        // A container that takes env from a ConfigMap (behaviour.md §4): one more read, whose
-        // keys (Azure/aks-rdma-infiniband's nccl-env-vars) stay the user's.
-        {
-            let mut case = present(
-                case(
-                    "8-GPU worker (Kubeflow MPIJob)",
-                    "azure",
-                    mpijob_worker(),
-                    Expect::Mutate,
-                )?,
-                "v1",
-                "ConfigMap",
-                None,
-            );
-            case.name = format!("{}, env from a ConfigMap", case.name);
-            let namespace = case.pod["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or("default")
-                .to_string();
-            if let Some(container) = case.pod.pointer_mut("/spec/containers/0") {
-                container["envFrom"] = json!([{"configMapRef": {"name": "nccl-env-vars"}}]);
-            }
-            if let Some(cluster) = &mut case.cluster {
-                cluster
-                    .objects
-                    .push(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"namespace": namespace, "name": "nccl-env-vars"},
-                    "data": {"NCCL_NET_GDR_LEVEL": "SYS", "NCCL_IB_DISABLE": "0"}}));
-            }
-            case
-        },
+        env_from,
         // The GCP fabrics and AMD GPUs, through the same example settings as their cloud's worker
         // above: the chart's GCP block, whose A3 Ultra pod gets RDMA by its machine.
         case(
