@@ -1,8 +1,9 @@
 //! The env a GPU container takes from ConfigMaps and Secrets through `envFrom` (behaviour.md §4).
-//! In Kubernetes a container's `env` beats its `envFrom` (the kubelet's `makeEnvironmentVariables`
-//! applies `env` after every `envFrom` source), so an entry the policy appended for a key the
-//! user's ConfigMap gives would replace the user's value at run time without a word. The keys a
-//! source gives are the user's: a ConfigMap's `data` keys, each behind the source's `prefix` (its
+//! In Kubernetes a container's `env` beats its `envFrom` (the kubelet's `makeEnvironmentVariables`,
+//! `pkg/kubelet/kubelet_pods.go`: "Env will override EnvFrom variables", each source's keys set
+//! first, then `env`), so an entry the policy appended for a key the user's ConfigMap gives would
+//! replace the user's value at run time without a word. The keys a source gives are the user's: a
+//! ConfigMap's `data` keys, each behind the source's `prefix` (the kubelet reads only `Data`: its
 //! `binaryData` never becomes env). A ConfigMap is read with one host call, the preflight's
 //! (§9); a Secret is never read, and a source whose keys cannot be known is named in a warning.
 
@@ -10,7 +11,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::claims::Unread;
+use crate::claims::{self, Unread};
 use crate::json::lenient::{members, string};
 use crate::json::object::Object;
 use crate::merge::raw_items;
@@ -149,14 +150,7 @@ fn config_map(
     mode: Mode,
     cluster: Option<(&str, Host<'_>)>,
 ) -> Result<Vec<String>, Unread> {
-    if mode == Mode::Skip {
-        return Err(Unread::Skipped);
-    }
-    let Some((namespace, host)) = cluster else {
-        return Err(Unread::Refused);
-    };
-    let request = preflight::request(&CONFIG_MAP, namespace, name);
-    let answer = host(preflight::LIST, &request).ok_or(Unread::Refused)?;
+    let answer = claims::ask(&CONFIG_MAP, name, mode, cluster)?;
     let object = match preflight::listed(&answer, name) {
         Listed::Found(object) => object,
         Listed::Missing => return Err(Unread::Missing),

@@ -203,19 +203,31 @@ fn look(
     cluster: Option<(&str, Host<'_>)>,
     classes: &Classes<'_>,
 ) -> Result<Counted, Unread> {
+    let answer = ask(source.kind(), source.name(), mode, cluster)?;
+    match read_answer(&answer, source.name(), source.holder(), classes) {
+        Answer::Found(devices) => Ok(devices),
+        Answer::Missing => Err(Unread::Missing),
+        Answer::Unreadable => Err(Unread::Unreadable),
+    }
+}
+
+/// The host's answer to the list of the object `name` of `kind` in the request's namespace, or
+/// why there is none: `preflight: skip` makes no call, and a request without a namespace, or a
+/// host's error, is a refusal. The claims' reads and the `envFrom` ConfigMaps' go through it.
+pub fn ask(
+    kind: &ObjectKind,
+    name: &str,
+    mode: Mode,
+    cluster: Option<(&str, Host<'_>)>,
+) -> Result<Vec<u8>, Unread> {
     if mode == Mode::Skip {
         return Err(Unread::Skipped);
     }
     let Some((namespace, host)) = cluster else {
         return Err(Unread::Refused);
     };
-    let request = preflight::request(source.kind(), namespace, source.name());
-    let answer = host(preflight::LIST, &request).ok_or(Unread::Refused)?;
-    match read_answer(&answer, source.name(), source.holder(), classes) {
-        Answer::Found(devices) => Ok(devices),
-        Answer::Missing => Err(Unread::Missing),
-        Answer::Unreadable => Err(Unread::Unreadable),
-    }
+    let request = preflight::request(kind, namespace, name);
+    host(preflight::LIST, &request).ok_or(Unread::Refused)
 }
 
 /// A host that asks the real one each request once, and answers a request asked again as it

@@ -12,7 +12,7 @@ use crate::json::JsonType;
 use crate::json::object::{Node, Object};
 use crate::merge::{object_entry, set_if_absent, text};
 use crate::multus::{self, Attachment};
-use crate::profile::Profile;
+use crate::profile::{Interfaces, Profile};
 
 /// The pod's devices that the annotations count: the node's NICs (GKE's interfaces), the
 /// fabric's device, each rail's.
@@ -107,32 +107,51 @@ fn set_annotations(
         let value = || interfaces.annotation(devices.nics).into();
         let written = set_if_absent(annotations, interfaces.key, value);
         set(interfaces.key, written);
-        // The pod's own list is kept (behaviour.md §4); one without the fabric's networks
-        // leaves the env the policy adds pointing at NICs the pod does not have.
         if !written {
-            let take = devices.nics.map_or(interfaces.networks.len(), |n| {
-                usize::try_from(n).unwrap_or(usize::MAX)
-            });
-            let ours: Vec<&str> = interfaces
-                .networks
-                .iter()
-                .take(take)
-                .map(|n| n.as_ref())
-                .collect();
-            let missing = match annotations.get(interfaces.key) {
-                Some(node) if !node.is_null() => {
-                    lacking_networks(text(node).as_deref().unwrap_or(""), &ours)
-                }
-                _ => Vec::new(),
-            };
-            if !missing.is_empty() {
-                *lacking = Some((missing, ours.len()));
-            }
+            *lacking = lacking_interfaces(annotations, interfaces, devices.nics);
         }
     }
     if attachments.is_empty() {
         return Ok(added);
     }
+    added.extend(extend_multus(annotations, &attachments, devices.namespace)?);
+    Ok(added)
+}
+
+/// Where the pod's own GKE interface list does not attach each network of the fabric's NICs (the
+/// first `nics` of the profile's): those networks, and how many NICs the fabric wants. The list is
+/// kept (behaviour.md §4), but the env the policy adds would point at NICs the pod does not have.
+fn lacking_interfaces(
+    annotations: &Object<'_>,
+    interfaces: &Interfaces<'_>,
+    nics: Option<u64>,
+) -> Option<(Vec<String>, usize)> {
+    let take = nics.map_or(interfaces.networks.len(), |n| {
+        usize::try_from(n).unwrap_or(usize::MAX)
+    });
+    let ours: Vec<&str> = interfaces
+        .networks
+        .iter()
+        .take(take)
+        .map(|n| n.as_ref())
+        .collect();
+    let missing = match annotations.get(interfaces.key) {
+        Some(node) if !node.is_null() => {
+            lacking_networks(text(node).as_deref().unwrap_or(""), &ours)
+        }
+        _ => Vec::new(),
+    };
+    let nics = ours.len();
+    (!missing.is_empty()).then_some((missing, nics))
+}
+
+/// Appends `attachments` to the pod's Multus list, in the form it has (the short form where it
+/// has none); the annotation, where it changed.
+fn extend_multus(
+    annotations: &mut Object<'_>,
+    attachments: &[Attachment<'_>],
+    namespace: Option<&str>,
+) -> Result<Option<Annotation>, Error> {
     let existing = match annotations.get(multus::ANNOTATION) {
         None => None,
         Some(node) if node.is_null() => None,
@@ -143,16 +162,14 @@ fn set_annotations(
             )
         })?),
     };
-    if let Some(extended) =
-        multus::annotation(existing.as_deref(), &attachments, devices.namespace)?
-    {
-        annotations.insert(multus::ANNOTATION, Node::New(extended.value.into()));
-        added.push(Annotation {
-            key: multus::ANNOTATION,
-            networks: extended.attached,
-        });
-    }
-    Ok(added)
+    let Some(extended) = multus::annotation(existing.as_deref(), attachments, namespace)? else {
+        return Ok(None);
+    };
+    annotations.insert(multus::ANNOTATION, Node::New(extended.value.into()));
+    Ok(Some(Annotation {
+        key: multus::ANNOTATION,
+        networks: extended.attached,
+    }))
 }
 
 /// The Multus attachments the profile gives a pod of `devices`, in the annotation's order.

@@ -224,8 +224,8 @@ pub(super) fn inject_container<'a>(
     if let Some(cpu) = &profile.default_cpu_request {
         gained.resources.extend(default_cpu(container, cpu)?);
     }
-    // The container's mounts are read once, where the profile has env naming files in them.
-    // Neither a variable its `envFrom` gives nor one naming a file it will not have.
+    // No variable its `envFrom` gives, nor one naming a file it will not have; its mounts are
+    // read once, where the profile has env naming files in them.
     let mut leave_out: Vec<&str> = env_given.iter().map(String::as_str).collect();
     let mounts = match additions.files.as_slice() {
         [] => {

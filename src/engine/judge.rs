@@ -150,9 +150,6 @@ fn unknown_env_sources(facts: &Reading<'_>, wiring: &Wiring<'_, '_>) -> Vec<Stri
         let Some(gained) = gained.next_if(|c| c.name == wired.name) else {
             continue;
         };
-        if env_from.unknown.is_empty() {
-            continue;
-        }
         for unknown in &env_from.unknown {
             let names: Vec<&str> = gained
                 .env

@@ -131,21 +131,7 @@ pub(super) fn pod<'a>(
     if !seccomp.pod {
         seccomp.pod = Seccomp::in_spec(spec)?;
     }
-    // The settings' word that unknown machines have multi-node NVLink; not where a candidate is
-    // known not to.
-    let channel = match &config.compute_domain {
-        Some(setting) if !node.without_nvlink => {
-            compute_domain::channel(setting, config.preflight, pod, spec, claims, cluster)?
-        }
-        _ => Channel::Untouched,
-    };
-    if let Channel::Without(_) = channel {
-        let off = EnvChange {
-            name: Cow::Borrowed(MNNVL_ENABLE),
-            value: Some(Cow::Borrowed("0")),
-        };
-        apply_env(&mut profile.env, &[off]);
-    }
+    let channel = channel_of((pod, spec), config, &node, claims, cluster, &mut profile)?;
     let env_from = env_from(spec, &gpu_containers, &profile, config.preflight, cluster)?;
     // Where the pod may run decides its device count.
     let placement = profile
@@ -168,6 +154,33 @@ pub(super) fn pod<'a>(
         gpu_claims: gpu_claims(claims),
         env_from,
     }))
+}
+
+/// The ComputeDomain channel of `pod` (with its `spec`), where the settings give
+/// `computeDomain` and no candidate machine is known without multi-node NVLink (behaviour.md
+/// §3.11); a pod that cannot have it gets `NCCL_MNNVL_ENABLE=0` in `profile`'s env.
+fn channel_of(
+    (pod, spec): (&Object<'_>, &Object<'_>),
+    config: &Config<'_>,
+    node: &NodeFacts<'_>,
+    claims: &PodClaims<'_>,
+    cluster: Option<(&str, Host<'_>)>,
+    profile: &mut Profile<'_>,
+) -> Result<Channel, Error> {
+    let channel = match &config.compute_domain {
+        Some(setting) if !node.without_nvlink => {
+            compute_domain::channel(setting, config.preflight, pod, spec, claims, cluster)?
+        }
+        _ => Channel::Untouched,
+    };
+    if let Channel::Without(_) = channel {
+        let off = EnvChange {
+            name: Cow::Borrowed(MNNVL_ENABLE),
+            value: Some(Cow::Borrowed("0")),
+        };
+        apply_env(&mut profile.env, &[off]);
+    }
+    Ok(channel)
 }
 
 /// The pod's spec and its GPU containers, or why it gets nothing: no GPU container, or GPUs
@@ -249,9 +262,10 @@ fn env_from(
     if profile.env.is_empty() {
         return Ok(found);
     }
-    let pod_containers: Vec<&Object<'_>> = containers(spec).collect();
-    for (gpu, found) in gpu_containers.iter().zip(&mut found) {
-        let Some(container) = pod_containers.get(gpu.index) else {
+    // The GPU containers are in the pod's order: one walk pairs them with theirs.
+    let mut gpus = gpu_containers.iter().zip(&mut found).peekable();
+    for (index, container) in containers(spec).enumerate() {
+        let Some((gpu, found)) = gpus.next_if(|(gpu, _)| gpu.index == index) else {
             continue;
         };
         if container.get("envFrom").is_none_or(|from| from.is_null()) {

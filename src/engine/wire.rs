@@ -142,13 +142,13 @@ fn each_gpu_container<'p, 'a>(
         let name = container_name(container, index);
         let seccomp_set = facts.seccomp.set_for(&name);
         let gpus = (!uncounted).then_some(gpus);
-        let done = Target {
+        let target = Target {
             name: &name,
             gpus,
             seccomp_set,
             env_given: &env_from.given,
         };
-        let done = inject_container(container, &done, &additions).map_err(|e| e.within(&at()))?;
+        let done = inject_container(container, &target, &additions).map_err(|e| e.within(&at()))?;
         let claim = facts.fabric_claim.clone().filter(|_| fabric_claim);
         wiring.tally(name, done, claim, facts.profile.device.is_some());
     }
