@@ -13,13 +13,13 @@ use std::borrow::Cow;
 
 pub use crate::claims::CHANNEL_CLASS;
 use crate::claims::{PodClaim, PodClaims};
+use crate::cluster::{COMPUTE_DOMAIN, Cluster, Mode, Unread};
 use crate::error::Error;
-use crate::json::lenient::{Entry, members, string};
+use crate::json::lenient::{Entry, members, read_members, string};
 use crate::json::object::{Node, Object};
 use crate::json::write::render_string;
 use crate::k8s::names::is_dns1123_subdomain;
 use crate::merge::{Read, expect_read, items, object};
-use crate::preflight::{self, COMPUTE_DOMAIN, Host, Listed, Mode};
 use crate::settings::ComputeDomain;
 
 /// The pod claim's name, as every vendor's GB200 worker writes it (AWS awsome-distributed-training
@@ -57,24 +57,20 @@ enum Lacking<'a> {
     NoLabel,
     /// The label's value names no ComputeDomain.
     NotAName(&'a str),
-    Missing,
-    /// The policy may not read ComputeDomains, or the request names no namespace.
-    Refused,
-    /// The answer is not a list, or the domain has no channel template.
-    Unreadable,
+    /// The domain could not be read, or does not exist (`Unreadable`: the answer is not the
+    /// domain's, or the domain has no channel template).
+    Unread(Unread),
 }
 
 /// The channel of an opted-in pod on a machine that may have multi-node NVLink, where the
-/// settings give `setting`. `spec` is the pod's, `claims` its claims as read; `cluster` the
-/// request's namespace and the host, for the one read of the domain. With `preflight: reject`, a
-/// pod whose domain is missing or unnamed is refused.
+/// settings give `setting`. `spec` is the pod's, `claims` its claims as read; the domain is read
+/// from `cluster`. With `preflight: reject`, a pod whose domain is missing or unnamed is refused.
 pub fn channel(
     setting: &ComputeDomain<'_>,
-    mode: Mode,
     pod: &Object<'_>,
     spec: &Object<'_>,
     claims: &PodClaims<'_>,
-    cluster: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
 ) -> Result<Channel, Error> {
     // A claim of the channel's class is the pod's channel, whatever template it is made from
     // (Grove's `mnnvl-claim`); an unread claim might be one.
@@ -84,10 +80,10 @@ pub fn channel(
         return Ok(Channel::Untouched);
     }
     let mut asked = Asked {
-        namespace: cluster.map_or("", |(namespace, _)| namespace),
+        namespace: cluster.namespace().unwrap_or_default(),
         name: Cow::Borrowed(""),
         label: None,
-        mode,
+        mode: cluster.mode(),
     };
     match setting {
         ComputeDomain::Named(name) => asked.name = Cow::Borrowed(name.as_ref()),
@@ -100,16 +96,12 @@ pub fn channel(
             }
         }
     }
-    let Some((namespace, host)) = cluster else {
-        return asked.without(Lacking::Refused);
-    };
-    let request = preflight::request(&COMPUTE_DOMAIN, namespace, &asked.name);
-    let Some(answer) = host(preflight::LIST, &request) else {
-        return asked.without(Lacking::Refused);
-    };
-    let template = match template_of(&answer, &asked.name) {
+    let template = cluster
+        .get(&COMPUTE_DOMAIN, None, &asked.name)
+        .and_then(|domain| template_of(&domain));
+    let template = match template {
         Ok(template) => template,
-        Err(lacking) => return asked.without(lacking),
+        Err(why) => return asked.without(Lacking::Unread(why)),
     };
     // A claim from the domain's own template is the pod's channel.
     let pod_claims = items::<Entry<'_>>(spec, "resourceClaims").unwrap_or_default();
@@ -120,7 +112,7 @@ pub fn channel(
         return Ok(Channel::Untouched);
     }
     Ok(Channel::Join(Domain {
-        object: format!("{namespace}/{}", asked.name),
+        object: format!("{}/{}", asked.namespace, asked.name),
         template,
     }))
 }
@@ -142,22 +134,17 @@ fn label_value<'a>(pod: &Object<'a>, key: &str) -> Option<Cow<'a, str>> {
     members(labels).get(key).and_then(string)
 }
 
-/// The channel template of the domain `name` in the host's answer to its list.
-fn template_of(answer: &[u8], name: &str) -> Result<String, Lacking<'static>> {
-    let domain = match preflight::listed(answer, name) {
-        Listed::Found(domain) => domain,
-        Listed::Missing => return Err(Lacking::Missing),
-        Listed::NotAList => return Err(Lacking::Unreadable),
-    };
-    let path = ["spec", "channel", "resourceClaimTemplate", "name"];
-    let mut at = domain;
-    for key in path {
-        at = members(at).get(key).ok_or(Lacking::Unreadable)?;
+/// The channel template of the domain, the JSON text the host answered.
+fn template_of(domain: &str) -> Result<String, Unread> {
+    let domain = read_members(domain).map_err(|_| Unread::Unreadable)?;
+    let mut at = domain.get("spec").ok_or(Unread::Unreadable)?;
+    for key in ["channel", "resourceClaimTemplate", "name"] {
+        at = members(at).get(key).ok_or(Unread::Unreadable)?;
     }
     string(at)
         .filter(|template| is_dns1123_subdomain(template))
         .map(Cow::into_owned)
-        .ok_or(Lacking::Unreadable)
+        .ok_or(Unread::Unreadable)
 }
 
 impl Asked<'_> {
@@ -188,34 +175,30 @@ impl Asked<'_> {
                 ),
                 label_it.to_string(),
             ),
-            Lacking::Missing => (
+            Lacking::Unread(Unread::Missing) => (
                 format!("{domain}{by_label} does not exist"),
                 format!(
                     "{}{namespace}{}",
                     COMPUTE_DOMAIN.creates.0, COMPUTE_DOMAIN.creates.1
                 ),
             ),
-            Lacking::Refused if namespace.is_empty() => (
-                format!("could not read {domain}{by_label}: the request names no namespace"),
-                "create the pod in a namespace".to_string(),
-            ),
-            Lacking::Refused => (
-                format!(
-                    "could not read {domain}{by_label}: the policy may not read ComputeDomains (an AdmissionPolicy, or no context-aware access: contextAwareResources, RBAC)"
-                ),
-                "deploy the policy as the ClusterAdmissionPolicy of deploy/, with its RBAC"
-                    .to_string(),
-            ),
-            Lacking::Unreadable => (
+            Lacking::Unread(Unread::Unreadable) => (
                 format!(
                     "could not read {domain}{by_label}: the host's answer has no spec.channel.resourceClaimTemplate.name"
                 ),
                 "check the ComputeDomain".to_string(),
             ),
+            Lacking::Unread(why) => (
+                format!(
+                    "could not read {domain}{by_label}: {}",
+                    why.why(&COMPUTE_DOMAIN)
+                ),
+                why.remedy(&COMPUTE_DOMAIN),
+            ),
         };
         let refusable = matches!(
             lacking,
-            Lacking::NoLabel | Lacking::NotAName(_) | Lacking::Missing
+            Lacking::NoLabel | Lacking::NotAName(_) | Lacking::Unread(Unread::Missing)
         );
         if self.mode == Mode::Reject && refusable {
             return Err(Error::Preflight {

@@ -4,18 +4,18 @@
 //! first, then `env`), so an entry the policy appended for a key the user's ConfigMap gives would
 //! replace the user's value at run time without a word. The keys a source gives are the user's: a
 //! ConfigMap's `data` keys, each behind the source's `prefix` (the kubelet reads only `Data`: its
-//! `binaryData` never becomes env). A ConfigMap is read with one host call, the preflight's
-//! (§9); a Secret is never read, and a source whose keys cannot be known is named in a warning.
+//! `binaryData` never becomes env). A ConfigMap is read with one host call, through the
+//! request's [`Cluster`] (§9); a Secret is never read, and a source whose keys cannot be known is
+//! named in a warning.
 
 use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::claims::{self, Unread};
-use crate::json::lenient::{members, string};
+use crate::cluster::{CONFIG_MAP, Cluster, Unread};
+use crate::json::lenient::{members, read_members, string};
 use crate::json::object::Object;
 use crate::merge::raw_items;
-use crate::preflight::{self, CONFIG_MAP, Host, Listed, Mode};
 
 /// What a container's `envFrom` gives of the env the policy would add.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -49,13 +49,13 @@ impl Why {
     pub fn text(self) -> String {
         match self {
             Why::Secret => "the policy does not read Secrets".to_string(),
-            Why::Unread(why) => why.why("ConfigMap"),
+            Why::Unread(why) => why.why(&CONFIG_MAP),
         }
     }
 }
 
 /// One `envFrom` item: its kind, the object's name, whether it is optional, its prefix.
-struct Source<'a> {
+struct Item<'a> {
     secret: bool,
     name: Cow<'a, str>,
     optional: bool,
@@ -64,21 +64,15 @@ struct Source<'a> {
 
 /// What `container`'s `envFrom` gives of `wanted`, the names of the policy's variables the
 /// container has no `env` entry for. A source is looked at only where some of `wanted` begin
-/// with its prefix; each ConfigMap is read through `cluster` (the request's namespace and the
-/// host), unless `mode` is `skip`. Never fails: an `envFrom` of the wrong shape gives nothing
-/// (the API server has refused such a pod already).
-pub fn read(
-    container: &Object<'_>,
-    wanted: &[&str],
-    mode: Mode,
-    cluster: Option<(&str, Host<'_>)>,
-) -> EnvFrom {
+/// with its prefix; each ConfigMap is read from `cluster`. Never fails: an `envFrom` of the
+/// wrong shape gives nothing (the API server has refused such a pod already).
+pub fn read(container: &Object<'_>, wanted: &[&str], cluster: &Cluster<'_>) -> EnvFrom {
     let mut found = EnvFrom::default();
     if wanted.is_empty() {
         return found;
     }
-    for item in raw_items(container, "envFrom").unwrap_or_default() {
-        let Some(source) = source(item) else {
+    for raw in raw_items(container, "envFrom").unwrap_or_default() {
+        let Some(source) = item(raw) else {
             continue;
         };
         let keys: Vec<(&str, &str)> = wanted
@@ -91,7 +85,7 @@ pub fn read(
         }
         let data = match source.secret {
             true => Err(Why::Secret),
-            false => config_map(&source.name, &keys, mode, cluster).map_err(Why::Unread),
+            false => config_map(&source.name, &keys, cluster).map_err(Why::Unread),
         };
         match data {
             Ok(given) => found.given.extend(given),
@@ -108,7 +102,7 @@ pub fn read(
 }
 
 /// The source an `envFrom` item names: exactly one of `configMapRef` and `secretRef`, with a name.
-fn source(item: &RawValue) -> Option<Source<'_>> {
+fn item(item: &RawValue) -> Option<Item<'_>> {
     let item = members(item);
     let given = |key: &str| item.get(key).filter(|r| r.get() != "null");
     let (secret, reference) = match (given("configMapRef"), given("secretRef")) {
@@ -123,7 +117,7 @@ fn source(item: &RawValue) -> Option<Source<'_>> {
         .filter(|n| !n.is_empty())?;
     let optional = reference.get("optional").map(RawValue::get) == Some("true");
     let prefix = item.get("prefix").and_then(string).unwrap_or_default();
-    Some(Source {
+    Some(Item {
         secret,
         name,
         optional,
@@ -131,7 +125,7 @@ fn source(item: &RawValue) -> Option<Source<'_>> {
     })
 }
 
-impl Source<'_> {
+impl Item<'_> {
     fn describe(&self) -> String {
         let kind = if self.secret { "Secret" } else { "ConfigMap" };
         match self.prefix.as_ref() {
@@ -142,21 +136,15 @@ impl Source<'_> {
 }
 
 /// Of `keys` (each a variable's name and the ConfigMap key that gives it), the names of those
-/// whose key the `data` of the ConfigMap `name` in the request's namespace has, read with one
-/// list call narrowed to its name.
+/// whose key the `data` of the ConfigMap `name` in the request's namespace has.
 fn config_map(
     name: &str,
     keys: &[(&str, &str)],
-    mode: Mode,
-    cluster: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
 ) -> Result<Vec<String>, Unread> {
-    let answer = claims::ask(&CONFIG_MAP, name, mode, cluster)?;
-    let object = match preflight::listed(&answer, name) {
-        Listed::Found(object) => object,
-        Listed::Missing => return Err(Unread::Missing),
-        Listed::NotAList => return Err(Unread::Unreadable),
-    };
-    let data = match members(object).get("data") {
+    let object = cluster.get(&CONFIG_MAP, None, name)?;
+    let object = read_members(&object).map_err(|_| Unread::Unreadable)?;
+    let data = match object.get("data") {
         None => return Ok(Vec::new()),
         Some(data) if data.get() == "null" => return Ok(Vec::new()),
         Some(data) if data.get().starts_with('{') => members(data),

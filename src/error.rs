@@ -47,7 +47,12 @@ pub enum Error {
     Preflight { message: String },
     /// The pod's annotations, with the policy's, would be more than the API server accepts
     /// (behaviour.md §4): their total, and the keys the policy set or extended.
-    AnnotationsTooLarge { total: usize, keys: String },
+    AnnotationsTooLarge {
+        total: usize,
+        keys: String,
+        /// The API server's limit the total is over.
+        limit: usize,
+    },
 }
 
 pub const MAX_NETWORKS: u64 = 128;
@@ -160,10 +165,9 @@ impl fmt::Display for Error {
             ),
             Error::Unreadable { reason } => write!(f, "cannot read the pod: {reason}"),
             Error::ClaimTemplate { message } | Error::Preflight { message } => f.write_str(message),
-            Error::AnnotationsTooLarge { total, keys } => write!(
+            Error::AnnotationsTooLarge { total, keys, limit } => write!(
                 f,
-                "multi-node networking: with the annotations the policy adds ({keys}) the pod's annotations would total {total} bytes, keys and values, more than the {} the API server accepts; nothing was injected: shorten the pod's own annotations, or opt it out of multi-node networking",
-                crate::engine::MAX_ANNOTATIONS_SIZE
+                "multi-node networking: with the annotations the policy adds ({keys}) the pod's annotations would total {total} bytes, keys and values, more than the {limit} the API server accepts; nothing was injected: shorten the pod's own annotations, or opt it out of multi-node networking"
             ),
         }
     }

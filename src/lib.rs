@@ -9,7 +9,8 @@
 //! [`admission::trigger`] decides from the settings' trigger and owner keys alone. For a pod the
 //! policy acts on, [`settings`] reads the rest of the settings into a [`settings::Config`] naming
 //! one cloud of [`clouds`]; [`claims`] reads the DRA claims its containers name from the cluster, for the
-//! GPUs they hold; [`machine`] reads the machine the pod names, whose row and fabric decide the
+//! GPUs they hold (every read of the cluster, those of [`compute_domain`], [`env_from`] and
+//! [`preflight`] too, goes through the request's one [`cluster::Cluster`]); [`machine`] reads the machine the pod names, whose row and fabric decide the
 //! injection, a [`profile::Profile`] that [`layers`] builds from the fabric's table under the
 //! settings' and the machine's overlays; [`placement`] the device counts; [`engine`] merges the
 //! profile into the pod in named steps with the operations of [`merge`]; and the answer is the
@@ -22,6 +23,7 @@
 pub mod admission;
 pub mod claims;
 pub mod clouds;
+pub mod cluster;
 pub mod compute_domain;
 pub mod engine;
 pub mod env_from;
@@ -52,21 +54,22 @@ fn validate(payload: &[u8]) -> CallResult {
     Ok(admission::validate_with(payload, &host::kubernetes))
 }
 
-/// The policy server's host calls, for the preflight and the Pod Security check (behaviour.md
-/// §9, §11). Only the waPC module has them: the playground (wasm32-unknown-unknown) and the
-/// native tests have no host to link.
+/// The policy server's host calls, for every read of the cluster (behaviour.md §9). Only the
+/// waPC module has them: the playground (wasm32-unknown-unknown) and the native tests have no
+/// host to link.
 #[cfg(target_os = "wasi")]
 mod host {
-    /// `kubewarden/kubernetes/<operation>`; any error is the host's "you may not look".
-    pub fn kubernetes(operation: &str, request: &[u8]) -> Option<Vec<u8>> {
+    /// `kubewarden/kubernetes/<operation>`: the answer, or the host's error as its text, whose
+    /// words say why ([`crate::cluster`]).
+    pub fn kubernetes(operation: &str, request: &[u8]) -> Result<Vec<u8>, String> {
         kubewarden_policy_sdk::wapc_guest::host_call("kubewarden", "kubernetes", operation, request)
-            .ok()
+            .map_err(|error| error.to_string())
     }
 }
 
 #[cfg(not(target_os = "wasi"))]
 mod host {
-    pub use crate::preflight::no_host as kubernetes;
+    pub use crate::cluster::no_host as kubernetes;
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

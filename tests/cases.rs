@@ -13,14 +13,15 @@ use case_runner::{Answerer, HostFn, Report};
 use multinode_networking_policy::admission;
 
 /// The policy's two calls as `src/lib.rs` registers them with the waPC host, its host module
-/// included: the Kubernetes host calls of the preflight and the Pod Security check, whose error
-/// reads as "you may not look".
+/// included: the Kubernetes host calls of every read of the cluster, whose error reaches the
+/// policy as its text, as the waPC guest's error displays it.
 struct Native;
 
 impl Answerer for Native {
     fn validate(&self, payload: &[u8], host: &HostFn) -> Result<Vec<u8>> {
         let kubernetes = |operation: &str, request: &[u8]| {
-            host("kubewarden", "kubernetes", operation, request).ok()
+            host("kubewarden", "kubernetes", operation, request)
+                .map_err(|error| format!("Host error: {error}"))
         };
         caught("validate", || {
             admission::validate_with(payload, &kubernetes)

@@ -1,49 +1,45 @@
-//! The cluster the test host answers the policy's context-aware host calls from, as a policy
-//! server does (behaviour.md §9, §11): `kubewarden/kubernetes/list_resources_by_namespace` lists
-//! the fixture objects of one apiVersion and kind in one namespace, narrowed by a
-//! `metadata.name=<name>` field selector, and `kubewarden/kubernetes/get_resource` answers the
-//! one object of that apiVersion, kind and name (a Namespace: cluster-scoped, no namespace), or
-//! an error where there is none, as the policy server does. Without a cluster every host call is an error, which is
-//! what a policy server answers a policy deployed as an `AdmissionPolicy`; a kind listed under
-//! `forbidden` gets an error too (no RBAC, not in `contextAwareResources`), and one under
-//! `garbage` gets that text as its answer.
+//! The cluster the test host answers the policy's context-aware host calls from, as the policy
+//! server does (behaviour.md §9, §11; kubewarden-controller 1.36,
+//! `crates/policy-evaluator/src/callback_handler/kubernetes/client.rs` and
+//! `runtimes/callback.rs`): `kubewarden/kubernetes/get_resource` answers the one fixture object of
+//! that apiVersion, kind and name (and namespace, for a namespaced kind), pruned to the request's
+//! `field_masks` as the server prunes it (everything but `apiVersion`, `kind` and `metadata`), or
+//! the server's own words for a missing one. A kind listed under `notGranted` gets its words for a
+//! kind the policy was not granted (an `AdmissionPolicy`, `contextAwareResources` without it),
+//! one under `forbidden` the API server's RBAC refusal as the server hands it on, one under
+//! `unserved` its words for a kind the API server does not serve, and one under `garbage` that
+//! text as its answer. Without a cluster every host call gets the words for a policy that may read
+//! nothing.
 //!
-//! The host reads the request strictly (unknown fields, a label selector or a field selector
-//! other than by name are errors), so that a request the policy server would read differently
-//! fails the test instead of listing everything.
+//! The host reads the request strictly (unknown fields are errors), and serves no list: the policy
+//! reads every object by name, and the server's lists would keep a watch per selector.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 /// The state of the fixture cluster.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Cluster {
-    /// Objects that exist, each with `apiVersion`, `kind`, `metadata.namespace`, `metadata.name`.
+    /// Objects that exist, each with `apiVersion`, `kind`, `metadata.name` and, for a namespaced
+    /// kind, `metadata.namespace`.
     #[serde(default)]
     pub objects: Vec<Value>,
-    /// Kinds the host answers with an error.
+    /// Kinds the API server refuses the policy server's ServiceAccount (RBAC).
     #[serde(default)]
     pub forbidden: Vec<String>,
-    /// Kinds the host answers with this text, which is not a list.
+    /// Kinds the policy was not granted (`contextAwareResources`).
+    #[serde(default)]
+    pub not_granted: Vec<String>,
+    /// Kinds the API server does not serve (a CRD not installed).
+    #[serde(default)]
+    pub unserved: Vec<String>,
+    /// Kinds the host answers with this text, which is not the object.
     #[serde(default)]
     pub garbage: BTreeMap<String, String>,
-}
-
-/// `ListResourcesByNamespaceRequest` of kubewarden-policy-sdk 0.17.3, as the host reads it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListRequest {
-    api_version: String,
-    kind: String,
-    namespace: String,
-    #[serde(default)]
-    label_selector: Option<String>,
-    #[serde(default)]
-    field_selector: Option<String>,
 }
 
 /// `GetResourceRequest` of kubewarden-policy-sdk 0.17.3, as the host reads it.
@@ -56,7 +52,13 @@ struct GetRequest {
     #[serde(default)]
     namespace: Option<String>,
     disable_cache: bool,
+    #[serde(default)]
+    field_masks: Option<Vec<String>>,
 }
+
+/// What the policy server answers a policy that may read nothing (kubewarden-controller 1.36,
+/// `runtimes/callback.rs`, for a host capability not granted).
+pub const NOT_GRANTED_CAPABILITY: &str = "Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported.";
 
 /// The error a host answers a call with.
 pub type HostError = Box<dyn std::error::Error + Send + Sync>;
@@ -134,76 +136,15 @@ pub fn answer(
     payload: &[u8],
 ) -> Result<Vec<u8>, HostError> {
     let Some(cluster) = cluster else {
-        // What policy-server answers a policy that may not read the cluster.
-        return Err("policy is not allowed to access context-aware resources".into());
+        return Err(NOT_GRANTED_CAPABILITY.into());
     };
-    if (binding, namespace, operation) == ("kubewarden", "kubernetes", "get_resource") {
-        return get(cluster, payload);
-    }
-    if (binding, namespace, operation)
-        != ("kubewarden", "kubernetes", "list_resources_by_namespace")
-    {
+    if (binding, namespace, operation) != ("kubewarden", "kubernetes", "get_resource") {
         return Err(format!("this test host serves no {binding}/{namespace}/{operation}").into());
     }
-    let request: ListRequest = serde_json::from_slice(payload)
-        .map_err(|e| format!("cannot read the list request: {e}"))?;
-    if request.label_selector.is_some() {
-        return Err("this test host serves no label selector".into());
-    }
-    let name = match &request.field_selector {
-        None => None,
-        Some(selector) => Some(
-            selector
-                .strip_prefix("metadata.name=")
-                .filter(|name| !name.contains(','))
-                .ok_or_else(|| format!("this test host serves no field selector {selector:?}"))?,
-        ),
-    };
-    if let Some(answer) = refused_or_garbage(cluster, &request.api_version, &request.kind) {
-        return answer;
-    }
-    let items: Vec<&Value> = cluster
-        .objects
-        .iter()
-        .filter(|o| o["apiVersion"] == request.api_version.as_str())
-        .filter(|o| o["kind"] == request.kind.as_str())
-        .filter(|o| o["metadata"]["namespace"] == request.namespace.as_str())
-        .filter(|o| name.is_none_or(|name| o["metadata"]["name"] == name))
-        .collect();
-    // A list as kube-rs serialises its ObjectList.
-    let list = json!({
-        "apiVersion": request.api_version,
-        "kind": format!("{}List", request.kind),
-        "metadata": {"resourceVersion": "1"},
-        "items": items,
-    });
-    Ok(serde_json::to_vec(&list)?)
-}
-
-/// `get_resource`: the object of that apiVersion, kind and name (and namespace, where the request
-/// gives one), or the error the policy server answers for a missing one.
-/// The answer for a kind the cluster may not be read for (an error) or answers with text that is
-/// not an object; `None` for a kind it answers as it holds it.
-fn refused_or_garbage(
-    cluster: &Cluster,
-    api_version: &str,
-    kind: &str,
-) -> Option<Result<Vec<u8>, HostError>> {
-    if cluster.forbidden.iter().any(|k| k == kind) {
-        return Some(Err(format!(
-            "kind {api_version} {kind} is not allowed: it is not among the policy's contextAwareResources"
-        )
-        .into()));
-    }
-    let text = cluster.garbage.get(kind)?;
-    Some(Ok(text.clone().into_bytes()))
-}
-
-fn get(cluster: &Cluster, payload: &[u8]) -> Result<Vec<u8>, HostError> {
     let request: GetRequest =
         serde_json::from_slice(payload).map_err(|e| format!("cannot read the get request: {e}"))?;
     let _ = request.disable_cache;
-    if let Some(answer) = refused_or_garbage(cluster, &request.api_version, &request.kind) {
+    if let Some(answer) = refused_or_garbage(cluster, &request) {
         return answer;
     }
     let namespace = request
@@ -217,11 +158,219 @@ fn get(cluster: &Cluster, payload: &[u8]) -> Result<Vec<u8>, HostError> {
             && o["metadata"]["namespace"] == namespace
     });
     match found {
-        Some(object) => Ok(serde_json::to_vec(object)?),
-        None => Err(format!(
-            "{} {} {} not found",
-            request.api_version, request.kind, request.name
+        Some(object) => Ok(serde_json::to_vec(&masked(
+            object,
+            request.field_masks.as_deref(),
+        ))?),
+        None => Err(missing(
+            &request.api_version,
+            &request.kind,
+            &request.name,
+            request.namespace.as_deref(),
         )
         .into()),
+    }
+}
+
+/// The policy server's words for a missing object (`client.rs`, `get_resource`), as its host
+/// hands them to the guest (`runtimes/callback.rs`: "Callback evaluation failure: {e:?}").
+pub fn missing(api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> String {
+    format!(
+        "Callback evaluation failure: Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'"
+    )
+}
+
+/// The answer for a kind the cluster may not be read for (an error) or answers with text that is
+/// not the object; `None` for a kind it answers as it holds it.
+fn refused_or_garbage(
+    cluster: &Cluster,
+    request: &GetRequest,
+) -> Option<Result<Vec<u8>, HostError>> {
+    let (api_version, kind, name) = (&request.api_version, &request.kind, &request.name);
+    let listed = |kinds: &[String]| kinds.iter().any(|k| k == kind);
+    if listed(&cluster.not_granted) {
+        return Some(Err(format!(
+            "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
+        )
+        .into()));
+    }
+    if listed(&cluster.forbidden) {
+        let resource = format!("{}s", kind.to_lowercase());
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        let at = match &request.namespace {
+            Some(namespace) => format!(" in the namespace \"{namespace}\""),
+            None => String::new(),
+        };
+        let message = format!(
+            "{resource} \"{name}\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"{resource}\" in API group \"{group}\"{at}"
+        );
+        return Some(Err(format!(
+            "Callback evaluation failure: ApiError: {message}: Forbidden (ErrorResponse {{ status: \"Failure\", message: {message:?}, reason: \"Forbidden\", code: 403 }})"
+        )
+        .into()));
+    }
+    if listed(&cluster.unserved) {
+        return Some(Err(format!(
+            "Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: \"404 page not found\\n\": Failed to parse error data (ErrorResponse {{ status: \"404 Not Found\", message: \"\\\"404 page not found\\\\n\\\"\", reason: \"Failed to parse error data\", code: 404 }})"
+        )
+        .into()));
+    }
+    let text = cluster.garbage.get(kind)?;
+    Some(Ok(text.clone().into_bytes()))
+}
+
+/// `object` as the policy server answers it under `masks`: it prunes the object's data (all but
+/// `apiVersion`, `kind` and `metadata`) to the dot-separated paths, each through lists
+/// (`callback_handler/kubernetes/field_mask.rs`); no masks, or none given, keep it whole.
+fn masked(object: &Value, masks: Option<&[String]>) -> Value {
+    let Some(masks) = masks.filter(|m| !m.is_empty()) else {
+        return object.clone();
+    };
+    let Some(members) = object.as_object() else {
+        return object.clone();
+    };
+    let paths: Vec<Vec<&str>> = masks.iter().map(|m| m.split('.').collect()).collect();
+    let mut kept = Map::new();
+    for (key, value) in members {
+        if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+            kept.insert(key.clone(), value.clone());
+            continue;
+        }
+        let below: Vec<&[&str]> = paths
+            .iter()
+            .filter(|p| p.first() == Some(&key.as_str()))
+            .map(|p| &p[1..])
+            .collect();
+        if !below.is_empty() {
+            kept.insert(key.clone(), prune(value, &below));
+        }
+    }
+    Value::Object(kept)
+}
+
+/// `value` pruned to `paths` (each relative to it): an empty path keeps all below it.
+fn prune(value: &Value, paths: &[&[&str]]) -> Value {
+    if paths.iter().any(|p| p.is_empty()) {
+        return value.clone();
+    }
+    match value {
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .filter_map(|(key, value)| {
+                    let below: Vec<&[&str]> = paths
+                        .iter()
+                        .filter(|p| p.first() == Some(&key.as_str()))
+                        .map(|p| &p[1..])
+                        .collect();
+                    (!below.is_empty()).then(|| (key.clone(), prune(value, &below)))
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|item| prune(item, paths)).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn get(cluster: &Cluster, request: Value) -> Result<Value, String> {
+        answer(
+            Some(cluster),
+            "kubewarden",
+            "kubernetes",
+            "get_resource",
+            request.to_string().as_bytes(),
+        )
+        .map(|bytes| serde_json::from_slice(&bytes).unwrap())
+        .map_err(|e| e.to_string())
+    }
+
+    fn domain() -> Value {
+        json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+               "metadata": {"name": "llama", "namespace": "jobs", "uid": "u"},
+               "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "llama-channel"}, "allocationMode": "Single"}},
+               "status": {"status": "Ready"}})
+    }
+
+    fn request(name: &str, masks: Value) -> Value {
+        json!({"api_version": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+               "name": name, "namespace": "jobs", "disable_cache": true, "field_masks": masks})
+    }
+
+    #[test]
+    fn an_object_pruned_to_its_masks_or_the_servers_words_for_a_missing_one() {
+        let cluster = Cluster {
+            objects: vec![domain()],
+            ..Cluster::default()
+        };
+        let masks = json!(["spec.channel.resourceClaimTemplate.name"]);
+        assert_eq!(
+            get(&cluster, request("llama", masks)),
+            Ok(
+                json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                "metadata": {"name": "llama", "namespace": "jobs", "uid": "u"},
+                "spec": {"channel": {"resourceClaimTemplate": {"name": "llama-channel"}}}})
+            )
+        );
+        assert_eq!(get(&cluster, request("llama", Value::Null)), Ok(domain()));
+        assert_eq!(
+            get(&cluster, request("gpt", json!([]))),
+            Err("Callback evaluation failure: Cannot find resource.nvidia.com/v1beta1/ComputeDomain named 'gpt' inside of namespace 'Some(\"jobs\")'".to_string())
+        );
+        // Through lists, as the server's mask does.
+        let list = json!({"a": [{"b": 1, "c": 2}, {"b": 3}], "d": 4});
+        assert_eq!(
+            prune(&list, &[&["a", "b"]]),
+            json!({"a": [{"b": 1}, {"b": 3}]})
+        );
+    }
+
+    #[test]
+    fn refusals_in_the_servers_words_and_strict_requests() {
+        let cluster = Cluster {
+            forbidden: vec!["ComputeDomain".into()],
+            ..Cluster::default()
+        };
+        let refused = get(&cluster, request("llama", json!([]))).unwrap_err();
+        assert!(
+            refused.contains(r#"computedomains "llama" is forbidden"#),
+            "{refused}"
+        );
+        assert!(
+            refused.contains(r#"in API group "resource.nvidia.com" in the namespace "jobs""#),
+            "{refused}"
+        );
+        let cluster = Cluster {
+            not_granted: vec!["ComputeDomain".into()],
+            ..Cluster::default()
+        };
+        let refused = get(&cluster, request("llama", json!([]))).unwrap_err();
+        assert!(refused.starts_with("Policy has not been granted access to Kubernetes resource.nvidia.com/v1beta1/ComputeDomain"));
+        let cluster = Cluster {
+            unserved: vec!["ComputeDomain".into()],
+            ..Cluster::default()
+        };
+        let refused = get(&cluster, request("llama", json!([]))).unwrap_err();
+        assert!(
+            refused.contains("error finding resource resource.nvidia.com/v1beta1 / ComputeDomain")
+        );
+        // An unknown field, a list: errors, never an answer.
+        let mut odd = request("llama", json!([]));
+        odd["label_selector"] = json!("a=b");
+        assert!(get(&Cluster::default(), odd).is_err());
+        let list = answer(
+            Some(&Cluster::default()),
+            "kubewarden",
+            "kubernetes",
+            "list_resources_by_namespace",
+            b"{}",
+        );
+        assert!(list.is_err());
+        let none = answer(None, "kubewarden", "kubernetes", "get_resource", b"{}");
+        assert_eq!(none.unwrap_err().to_string(), NOT_GRANTED_CAPABILITY);
     }
 }

@@ -130,14 +130,11 @@ fn mutating_and_execution_mode_are_declared() {
         metadata["backgroundAudit"].is_boolean(),
         "{METADATA}: backgroundAudit"
     );
-    // The host calls the module makes (Kubewarden 1.35's `hostCapabilities`): the preflight's
-    // list and the namespace's read.
+    // The host call the module makes (Kubewarden 1.35's `hostCapabilities`): every read of the
+    // cluster is a get.
     assert_eq!(
         metadata["hostCapabilities"],
-        serde_json::json!([
-            "kubernetes/get_resource",
-            "kubernetes/list_resources_by_namespace"
-        ]),
+        serde_json::json!(["kubernetes/get_resource"]),
         "{METADATA}: hostCapabilities"
     );
 

@@ -1,7 +1,8 @@
-//! The preflight's host calls (behaviour.md §9, §11), as the compiled module makes them in
-//! wasmtime: exactly the request the policy server reads, one per object, in the right namespace,
-//! then one read of the pod's Namespace for a pod the policy changes by adding what some Pod
-//! Security level refuses, and none for a pod the policy does not wire. (The answers' effects are the cases under `e2e-tests/cases/preflight/`
+//! The preflight's reads of the cluster (behaviour.md §9, §11), as the compiled module makes them
+//! in wasmtime: exactly the `get_resource` request the policy server reads, one per object, in
+//! the right namespace, uncached and masked to what the policy reads, then one read of the pod's
+//! Namespace for a pod the policy changes by adding what some Pod Security level refuses, and
+//! none for a pod the policy does not wire. (The answers' effects are the cases under `e2e-tests/cases/preflight/`
 //! and `e2e-tests/cases/pod-security/`.)
 
 mod common;
@@ -37,31 +38,30 @@ fn calls(
         .collect()
 }
 
-fn list(payload: Value) -> (String, String, String, Value) {
-    (
-        "kubewarden".into(),
-        "kubernetes".into(),
-        "list_resources_by_namespace".into(),
-        payload,
-    )
-}
-
-/// The SDK's `GetResourceRequest` of the pod's Namespace: cluster-scoped, no namespace.
-fn namespace(name: &str) -> (String, String, String, Value) {
+fn get(payload: Value) -> (String, String, String, Value) {
     (
         "kubewarden".into(),
         "kubernetes".into(),
         "get_resource".into(),
-        json!({"api_version": "v1", "kind": "Namespace", "name": name, "disable_cache": false}),
+        payload,
+    )
+}
+
+/// The SDK's `GetResourceRequest` of the pod's Namespace: cluster-scoped, no namespace, the
+/// server's cache kept (namespaces are few), its labels all that is read.
+fn namespace(name: &str) -> (String, String, String, Value) {
+    get(
+        json!({"api_version": "v1", "kind": "Namespace", "name": name,
+        "disable_cache": false, "field_masks": ["metadata.labels"]}),
     )
 }
 
 #[test]
-fn one_list_call_per_object_narrowed_to_its_name() {
+fn one_get_per_object_uncached_and_masked() {
     let instance = policy().instance().unwrap();
     instance.set_cluster(Some(Cluster::default()));
-    // The SDK's ListResourcesByNamespaceRequest, without field_masks (newer than policy-server
-    // 1.36) and without a label selector.
+    // The SDK's GetResourceRequest: the server's cache left out (it keeps an entry per object
+    // until that object is asked for again), the answer pruned to the fields the policy reads.
     assert_eq!(
         calls(
             &instance,
@@ -70,11 +70,13 @@ fn one_list_call_per_object_narrowed_to_its_name() {
             &json!({"azure": {"enabled": true}})
         ),
         [
-            list(json!({
+            get(json!({
                 "api_version": "v1",
                 "kind": "ConfigMap",
+                "name": "nccl-topo",
                 "namespace": "team-a",
-                "field_selector": "metadata.name=nccl-topo"
+                "disable_cache": true,
+                "field_masks": ["data"]
             })),
             namespace("team-a")
         ]
@@ -88,11 +90,13 @@ fn one_list_call_per_object_narrowed_to_its_name() {
             &pod("oci-worker.yaml"),
             &json!({"oci": {"enabled": true}})
         ),
-        [list(json!({
+        [get(json!({
             "api_version": "k8s.cni.cncf.io/v1",
             "kind": "NetworkAttachmentDefinition",
+            "name": "sriov-net",
             "namespace": "network-operator",
-            "field_selector": "metadata.name=sriov-net"
+            "disable_cache": true,
+            "field_masks": ["metadata.name"]
         }))]
     );
     // A network without a namespace is the pod's own.
@@ -103,11 +107,13 @@ fn one_list_call_per_object_narrowed_to_its_name() {
             &pod("oci-worker.yaml"),
             &json!({"oci": {"enabled": true, "network": "rdma-vf"}})
         ),
-        [list(json!({
+        [get(json!({
             "api_version": "k8s.cni.cncf.io/v1",
             "kind": "NetworkAttachmentDefinition",
+            "name": "rdma-vf",
             "namespace": "nemo-jobs",
-            "field_selector": "metadata.name=rdma-vf"
+            "disable_cache": true,
+            "field_masks": ["metadata.name"]
         }))]
     );
 }

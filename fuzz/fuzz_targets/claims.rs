@@ -1,6 +1,6 @@
 //! The cluster's answer to a pod's claim and `envFrom` reads (behaviour.md §3.10, §4): the
-//! fuzzer's bytes are what the host answers every `ResourceClaimTemplate`, `ResourceClaim` and
-//! `ConfigMap` read, for opted-in pods whose containers name claims (one from a template, one made
+//! fuzzer's bytes are the object the host answers every `ResourceClaimTemplate`, `ResourceClaim`
+//! and `ConfigMap` read, for opted-in pods whose containers name claims (one from a template, one made
 //! ahead, one shared) and take env from ConfigMaps (one named twice, behind two prefixes, one
 //! optional) and a Secret, on every cloud. Beyond "no panic": the answer is the SDK's response
 //! with a boolean `accepted`, no object is asked for twice in one request, and the answer reader
@@ -52,8 +52,10 @@ fuzz_target!(|data: &[u8]| {
         gpu: &gpu,
         fabric: &fabric,
     };
-    for holder in [Holder::Template, Holder::Claim] {
-        let _ = read_answer(data, "eight-gpus", holder, &classes);
+    if let Ok(text) = std::str::from_utf8(data) {
+        for holder in [Holder::Template, Holder::Claim] {
+            let _ = read_answer(text, holder, &classes);
+        }
     }
     for settings in [
         json!({"aws": {"enabled": true}}),
@@ -62,15 +64,15 @@ fuzz_target!(|data: &[u8]| {
         json!({"oci": {"enabled": true}, "fabricDeviceClasses": ["gpu.nvidia.com"]}),
     ] {
         let calls = RefCell::new(Vec::new());
-        // The claims' and ConfigMaps' lists and the namespace's read, each asked for once.
+        // The claims' and ConfigMaps' reads and the namespace's, each asked for once.
         let host = |operation: &str, request: &[u8]| {
             calls.borrow_mut().push([operation.as_bytes(), request].concat());
             let asked: Value = serde_json::from_slice(request).expect("the policy writes JSON");
             let kind = asked["kind"].as_str().unwrap_or_default();
             if kind.starts_with("ResourceClaim") || kind == "ConfigMap" {
-                Some(data.to_vec())
+                Ok(data.to_vec())
             } else {
-                Some(br#"{"items":[]}"#.to_vec())
+                Err(format!("Callback evaluation failure: Cannot find v1/{kind} named 'x'"))
             }
         };
         let answer = admission::validate_with(&create_payload(&pod(), &settings), &host);

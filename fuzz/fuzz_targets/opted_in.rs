@@ -11,25 +11,27 @@
 //! (`tests/support/claim_rules.rs`: the DRA claims of `deviceClaim`), its record (behaviour.md
 //! §2.1) must parse and say what the pod got, and a second pass over it must change nothing.
 //!
-//! A second NUL byte and what follows it are the host's answer to every preflight host call
-//! (behaviour.md §9): arbitrary bytes, where a list, an empty list and garbage are all one
-//! mutation apart. An answer that is not a list must change nothing; any other may add the
+//! A second NUL byte and what follows it are the host's answer to every read of the cluster
+//! (`get_resource`, behaviour.md §9): a first byte 1 is the policy server's words for a missing
+//! object (whichever was asked for), 2 its words for a read RBAC refuses, anything else is the
+//! answer's bytes, the object or garbage. An answer that is neither missing nor an object must
+//! change nothing but the reason a could-not-read warning gives; a missing object may add the
 //! preflight's warning, or, with `preflight: reject`, its rejection. The same bytes answer the
 //! read of the pod's namespace (behaviour.md §11): a namespace whose enforced Pod Security level
 //! refuses what the policy adds may add that warning or rejection instead; with `computeDomain`,
 //! the same bytes answer the read of the pod's ComputeDomain (behaviour.md §3.11), whose channel
 //! or fallback may change the answer too, and the reads of the ConfigMaps its GPU containers take
 //! env from (behaviour.md §4), whose keys the policy then leaves out of the env it adds (the
-//! preflight's rule is held on the pod without `envFrom`). (Without them the host errors, as for
-//! an AdmissionPolicy.) Whatever the host answers, the validate-only answer (behaviour.md §10)
-//! agrees with the injector's.
+//! preflight's rule is held on the pod without `envFrom`). (Without them every read is refused,
+//! as for an AdmissionPolicy.) Whatever the host answers, the validate-only answer (behaviour.md
+//! §10) agrees with the injector's.
 #![no_main]
 
 use fixtures::{TRIGGER, create_payload, volcano_owner};
 use libfuzzer_sys::fuzz_target;
 use multinode_networking_policy::admission::{self, Verdict};
 use multinode_networking_policy::admission::pod_security;
-use multinode_networking_policy::preflight;
+use multinode_networking_policy::cluster::{self, Host};
 use serde_json::{Value, json};
 
 #[path = "../../tests/support/patch_rule.rs"]
@@ -71,7 +73,7 @@ fn validate_only_agrees(
     pod: &Value,
     settings: &Value,
     injector: &Verdict,
-    host: preflight::Host<'_>,
+    host: Host<'_>,
 ) {
     if settings.get("validateOnly") == Some(&Value::Bool(true)) || !settings.is_object() {
         return;
@@ -92,8 +94,12 @@ fn validate_only_agrees(
 
 /// A verdict without the warnings of a pod that cannot get its IMEX channel, which say why.
 fn without_channel_warnings(verdict: &Verdict) -> Verdict {
+    // The channel's, and those whose reason depends on how a read failed.
     let kept = |warnings: &[String]| -> Vec<String> {
-        warnings.iter().filter(|w| !w.contains("IMEX channel")).cloned().collect()
+        let unread = |w: &String| {
+            w.contains("IMEX channel") || w.contains("could not read") || w.contains("cannot know")
+        };
+        warnings.iter().filter(|w| !unread(w)).cloned().collect()
     };
     match verdict {
         Verdict::Accept { warnings } => Verdict::Accept { warnings: kept(warnings) },
@@ -241,6 +247,27 @@ fn record(settings: &Value, answer: &Value, after: &Value) -> Result<(), String>
     Ok(())
 }
 
+/// The host's answer to a `get_resource` `request`, as the fuzzer's `bytes` say (see above).
+fn answered(bytes: &[u8], request: &[u8]) -> Result<Vec<u8>, String> {
+    let asked: Value = serde_json::from_slice(request).expect("the policy writes JSON");
+    let text = |key: &str| asked[key].as_str().unwrap_or_default().to_string();
+    match bytes.first() {
+        Some(1) => Err(format!(
+            "Callback evaluation failure: Cannot find {}/{} named '{}' inside of namespace '{:?}'",
+            text("api_version"),
+            text("kind"),
+            text("name"),
+            asked["namespace"].as_str()
+        )),
+        Some(2) => Err(format!(
+            "Callback evaluation failure: ApiError: {} \"{}\" is forbidden: Forbidden",
+            text("kind"),
+            text("name")
+        )),
+        _ => Ok(bytes.to_vec()),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some(split) = data.iter().position(|b| *b == 0) else {
         return;
@@ -263,8 +290,8 @@ fuzz_target!(|data: &[u8]| {
     let answer: Value = serde_json::from_slice(&admission::validate(&bytes)).expect("JSON answer");
     assert!(answer["accepted"].is_boolean());
     if let Some(host_answer) = host_answer {
-        // The same bytes answer the preflight's lists and the namespace's read.
-        let host = |_: &str, _: &[u8]| Some(host_answer.to_vec());
+        // The same bytes answer every read, the namespace's among them.
+        let host = |_: &str, request: &[u8]| answered(host_answer, request);
         let with = admission::evaluate_with(&bytes, &host);
         let encoded: Value =
             serde_json::from_slice(&admission::validate_with(&bytes, &host)).expect("JSON answer");
@@ -287,14 +314,18 @@ fuzz_target!(|data: &[u8]| {
             Some((with, verdict)) => (with, verdict),
             None => (&with, &verdict),
         };
-        if preflight::lists(host_answer, "").is_none() && level.is_none() {
+        let (held, without_host) = (without_channel_warnings(held), without_channel_warnings(without_host));
+        // An object read changes what is read of it (the claims' and envFrom properties hold
+        // that); every other answer but a missing object and a namespace's level changes nothing.
+        let object = serde_json::from_slice::<serde_json::Map<String, Value>>(host_answer).is_ok();
+        let missing = host_answer.first() == Some(&1);
+        if !missing && !object && level.is_none() {
             assert_eq!(
-                without_channel_warnings(held),
-                without_channel_warnings(without_host),
-                "an answer that is neither a list nor a namespace with a level changed the answer"
+                held, without_host,
+                "an answer that is neither a missing object, an object nor a namespace with a level changed the answer"
             );
-        } else if held != without_host && !channel {
-            let said = match held {
+        } else if missing && held != without_host && !channel {
+            let said = match &held {
                 Verdict::Reject { message } => message.clone(),
                 Verdict::Accept { warnings } | Verdict::Mutate { warnings, .. } => {
                     warnings.last().cloned().unwrap_or_default()
@@ -308,7 +339,7 @@ fuzz_target!(|data: &[u8]| {
         }
         validate_only_agrees(&pod, &settings, &with, &host);
     }
-    validate_only_agrees(&pod, &settings, &verdict, &preflight::no_host);
+    validate_only_agrees(&pod, &settings, &verdict, &cluster::no_host);
     if let Some(mutated) = mutated_pod(verdict) {
         assert_ne!(mutated, pod, "a mutation that changes nothing");
         if let Err(e) = patch_rule::checked_patch(&pod, &mutated, fixtures::record_key(&settings)) {

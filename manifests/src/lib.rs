@@ -22,8 +22,10 @@ use serde_json::Value;
 pub const CLOUDS: [&str; 5] = ["aws", "azure", "gcp", "oci", "rdma"];
 /// The policies' names, and their PolicyServer's.
 pub const NAME: &str = "multinode-networking";
-/// The policy server image of the Kubewarden release the project is checked against.
-pub const POLICY_SERVER_IMAGE: &str = "ghcr.io/kubewarden/policy-server:v1.36.0";
+/// The policy server image of the Kubewarden release the README installs and the project is
+/// checked against (1.36): since 1.36 Kubewarden publishes it under `adm-controller/`
+/// (kubewarden-controller `api/policies/v1/factories.go`, `defaultKubewardenRepository`).
+pub const POLICY_SERVER_IMAGE: &str = "ghcr.io/kubewarden/adm-controller/policy-server:v1.36.0";
 /// The ServiceAccount of the PolicyServer, which the RBAC binds.
 pub const SERVICE_ACCOUNT: &str = "policy-server";
 /// The label that opts a namespace in.
@@ -175,7 +177,7 @@ pub fn render(name: &str, text: &str, registry: &str, metadata: &Value) -> Resul
         .iter()
         .map(|r| {
             format!(
-                "  # {}.\n  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    verbs: [\"get\", \"list\", \"watch\"]\n",
+                "  # {}.\n  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    verbs: [\"get\"]\n",
                 r.why, r.group, r.resource
             )
         })
@@ -213,8 +215,8 @@ pub fn render(name: &str, text: &str, registry: &str, metadata: &Value) -> Resul
          kind: PolicyServer\n\
          metadata:\n  name: {NAME}\n\
          spec:\n\
-         \x20 # The policy server image of your Kubewarden release (kubectl get policyserver default -o\n\
-         \x20 # jsonpath='{{.spec.image}}').\n\
+         \x20 # The policy server of Kubewarden 1.36, which the README installs; with another release, its\n\
+         \x20 # own (kubectl get policyserver default -o jsonpath='{{.spec.image}}').\n\
          \x20 image: {POLICY_SERVER_IMAGE}\n\
          \x20 # Opted-in pods are refused while no replica answers: two replicas, and a\n\
          \x20 # PodDisruptionBudget keeping one through a node drain.\n\
@@ -226,9 +228,12 @@ pub fn render(name: &str, text: &str, registry: &str, metadata: &Value) -> Resul
     out.push_str(&format!(
         "---\n\
          # What the policy may read (policy-metadata.yml's contextAwareResources that its injection on\n\
-         # {cloud} refers to), for the PolicyServer's ServiceAccount: the server serves the policy's\n\
-         # lookups from watches, hence get, list and watch. Without it the policy says nothing of\n\
-         # what it cannot read, and injects as usual.\n\
+         # {cloud} refers to), for the PolicyServer's ServiceAccount. The policy reads each object by\n\
+         # name (get_resource: one GET of the API server, no watch, nothing cached), hence get alone.\n\
+         # A rule left out: the read is refused at once, and the pod is wired as usual, with a\n\
+         # warning naming what could not be read where that changes what it gets (a ComputeDomain's\n\
+         # channel, an envFrom ConfigMap's keys, a claim's GPUs); a missing object's preflight warning\n\
+         # is then not given.\n\
          apiVersion: rbac.authorization.k8s.io/v1\n\
          kind: ClusterRole\n\
          metadata:\n  name: {NAME}-preflight\n  labels:\n    app.kubernetes.io/part-of: multinode-networking-policy\n\
@@ -247,7 +252,10 @@ pub fn render(name: &str, text: &str, registry: &str, metadata: &Value) -> Resul
                 "monitor # reports, never blocks",
                 "false # it answers a refusal, never a patch",
                 "true # the audit scanner sends it every stored pod",
-                "# Ignore: an auditor's outage must not hold up a pod.\n  failurePolicy: Ignore",
+                "# Ignore, and soon: the auditor's answer never changes a pod, and a slow or absent one\n  \
+                 # must not hold up its creation (the audit scanner calls the policy server itself).\n  \
+                 failurePolicy: Ignore\n  \
+                 timeoutSeconds: 3",
                 format!(
                     "    # What makes this policy the auditor: the injector's decision, answered as a refusal.\n    validateOnly: true\n{}",
                     indent(&settings.text, 4)
@@ -262,7 +270,11 @@ pub fn render(name: &str, text: &str, registry: &str, metadata: &Value) -> Resul
                 "# Fail, but only for the pods matchConditions lets through: an opted-in pod created while\n  \
                  # no policy server answers is refused and retried by its job controller, rather than\n  \
                  # run without its fabric (NCCL falls back to TCP, many times slower, and nobody is told).\n  \
-                 failurePolicy: Fail",
+                 failurePolicy: Fail\n  \
+                 # The API server's wait for the answer (its default, written out): the policy answers in\n  \
+                 # milliseconds, reading at most a few objects, each with one GET that the policy server\n  \
+                 # answers at once, also when RBAC refuses it.\n  \
+                 timeoutSeconds: 10",
                 indent(&settings.text, 4),
             )
         };
@@ -408,6 +420,32 @@ mod tests {
             "the namespace's steps name it"
         );
         assert!(out.contains("kubectl replace"));
+    }
+
+    #[test]
+    fn the_image_is_the_release_the_readme_installs_and_the_policies_wait_briefly() {
+        // One place names the image; the README installs the same release.
+        let (repository, tag) = POLICY_SERVER_IMAGE.rsplit_once(':').unwrap();
+        assert_eq!(
+            repository,
+            "ghcr.io/kubewarden/adm-controller/policy-server"
+        );
+        let release = tag.trim_start_matches('v');
+        let minor = release.rsplit_once('.').unwrap().0;
+        let readme = include_str!("../../README.md");
+        assert!(
+            readme.contains(&format!("**Install Kubewarden {minor}**"))
+                && readme.contains(POLICY_SERVER_IMAGE),
+            "the README installs Kubewarden {minor} and names {POLICY_SERVER_IMAGE}"
+        );
+        let out = render("s.yaml", "aws:\n  enabled: true\n", "r/p:v1", &metadata()).unwrap();
+        let docs = documents(&out);
+        assert_eq!(docs[0]["spec"]["image"], POLICY_SERVER_IMAGE);
+        assert_eq!(docs[3]["spec"]["timeoutSeconds"], 10);
+        assert_eq!(docs[4]["spec"]["timeoutSeconds"], 3);
+        for rule in docs[1]["rules"].as_array().unwrap() {
+            assert_eq!(rule["verbs"], json!(["get"]), "{rule}");
+        }
     }
 
     #[test]

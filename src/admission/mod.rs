@@ -11,12 +11,13 @@ pub mod validate_only;
 use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
-use crate::claims::{self, Memo};
+use crate::claims;
+use crate::cluster::{self, Cluster, Host};
 use crate::engine::{self, Outcome};
 use crate::error::Error;
 use crate::json::envelope::Envelope;
 use crate::json::object::{self, Object};
-use crate::preflight::{self, Host};
+use crate::preflight;
 use crate::settings::{self, Common, Config};
 use trigger::Decision;
 
@@ -39,12 +40,12 @@ pub enum Verdict {
 }
 
 /// `validate`: the payload is `{"request": AdmissionRequest, "settings": {...}}`. Without a host,
-/// as in the playground: every preflight call errors, and the policy says nothing of it.
+/// as in the playground: every read of the cluster is refused, as for an `AdmissionPolicy`.
 pub fn validate(payload: &[u8]) -> Vec<u8> {
-    validate_with(payload, &preflight::no_host)
+    validate_with(payload, &cluster::no_host)
 }
 
-/// `validate`, with `host` answering the preflight's host calls.
+/// `validate`, with `host` answering the reads of the cluster.
 pub fn validate_with(payload: &[u8], host: Host<'_>) -> Vec<u8> {
     encode(evaluate_with(payload, host))
 }
@@ -63,7 +64,7 @@ pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
 }
 
 pub fn evaluate(payload: &[u8]) -> Verdict {
-    evaluate_with(payload, &preflight::no_host)
+    evaluate_with(payload, &cluster::no_host)
 }
 
 pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
@@ -110,19 +111,13 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
         Decision::PassWithWarning(warning) => accept(vec![warning]),
         Decision::Inject(warning) => match Config::from_tape(settings, common) {
             Ok(config) => {
-                // An empty namespace would list every namespace's objects.
-                let namespace = request.namespace.0.as_str().filter(|ns| !ns.is_empty());
+                let namespace = request.namespace.0.as_str();
+                let cluster = Cluster::new(namespace, config.preflight, host);
                 let pod = match view {
                     Some(view) => view.into_object(),
                     None => object::read_object(text, &engine::POD),
                 };
-                inject(
-                    pod,
-                    text.len(),
-                    &config,
-                    warning,
-                    namespace.map(|ns| (ns, host)),
-                )
+                inject(pod, text.len(), &config, warning, &cluster)
             }
             Err(e) => refuse(e),
         },
@@ -132,45 +127,36 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
 /// An opted-in pod, read into a view that parses just what the merge reads and writes, from which
 /// the answer is written with the pod's own text for everything else: read in the decision's pass
 /// where its metadata came first, as the API server writes a pod, and a default trigger opted it
-/// in, else a second time. `size` is the payload's, which the answer is about. `preflight` is the
-/// pod's namespace and the host that looks for what the injection refers to.
+/// in, else a second time. `size` is the payload's, which the answer is about. Every read of the
+/// cluster goes through `cluster`, once per object.
 fn inject(
     pod: Result<Object<'_>, Error>,
     size: usize,
     config: &Config<'_>,
     warning: Option<String>,
-    preflight: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
 ) -> Verdict {
     let mut pod = match pod {
         Ok(pod) => pod,
         Err(error) => return refuse(error),
     };
-    // The claims' reads and the preflight's share one memo: no object is looked for twice.
-    let memo = preflight.map(|(namespace, host)| (namespace, Memo::new(host)));
-    let host = |operation: &str, request: &[u8]| {
-        memo.as_ref()
-            .and_then(|(_, memo)| memo.call(operation, request))
-    };
-    let preflight = memo
-        .as_ref()
-        .map(|(namespace, _)| (*namespace, &host as Host<'_>));
-    let claims = claims::read(&pod, config, preflight);
-    let outcome = engine::inject(&mut pod, config, &claims, preflight).map(|mut outcome| {
+    let claims = claims::read(&pod, config, cluster);
+    let outcome = engine::inject(&mut pod, config, &claims, cluster).map(|mut outcome| {
         outcome.warnings.splice(0..0, warning);
         outcome
     });
-    let outcome = match (outcome, preflight) {
-        (Ok(mut outcome), Some((namespace, host))) if !outcome.references.is_empty() => {
-            match preflight::check(&outcome.references, namespace, config.preflight, host) {
+    let outcome = match outcome {
+        Ok(mut outcome) if !outcome.references.is_empty() => {
+            match preflight::check(&outcome.references, cluster) {
                 Ok(warnings) => outcome.warnings.extend(warnings),
                 Err(error) => return refuse(error),
             }
             Ok(outcome)
         }
-        (outcome, _) => outcome,
+        outcome => outcome,
     };
     match outcome {
-        Ok(outcome) if outcome.changed() => answer_changed(&pod, size, outcome, config, preflight),
+        Ok(outcome) if outcome.changed() => answer_changed(&pod, size, outcome, config, cluster),
         Ok(Outcome { warnings, .. }) => accept(warnings),
         Err(error) => refuse(error),
     }
@@ -184,7 +170,7 @@ fn answer_changed(
     size: usize,
     outcome: Outcome<'_>,
     config: &Config<'_>,
-    preflight: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
 ) -> Verdict {
     let Outcome {
         added,
@@ -193,9 +179,9 @@ fn answer_changed(
         fabric,
         ..
     } = outcome;
-    if let Some((namespace, host)) = preflight
-        && pod_security::refusable(&added)
-        && let Some(level) = pod_security::read_level(namespace, config.preflight, host)
+    if pod_security::refusable(&added)
+        && let Some(level) = pod_security::read_level(cluster)
+        && let Some(namespace) = cluster.namespace()
     {
         match pod_security::check(level, &added, namespace, config.preflight) {
             Ok(warning) => warnings.extend(warning),

@@ -11,11 +11,10 @@
 //! says nothing. As for every preflight call, an error or an answer that cannot be read says
 //! nothing.
 
+use crate::cluster::{Cluster, Mode, NAMESPACE};
 use crate::engine::added::Added;
 use crate::error::{Error, join};
 use crate::json::lenient::{members, read_members, string};
-use crate::json::write::push_string;
-use crate::preflight::{GET, Host, Mode};
 
 /// The label whose level Pod Security admission enforces.
 pub const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
@@ -62,16 +61,6 @@ impl Level {
     }
 }
 
-/// The `get_resource` request for the namespace `name` (snake_case, as the SDK's
-/// `GetResourceRequest` writes it; a cluster-scoped kind has no namespace).
-pub fn request(name: &str) -> Vec<u8> {
-    let mut text = String::with_capacity(96);
-    text.push_str(r#"{"api_version":"v1","kind":"Namespace","name":"#);
-    push_string(&mut text, name);
-    text.push_str(r#","disable_cache":false}"#);
-    text.into_bytes()
-}
-
 /// The level the namespace `name` enforces, from the host's answer: `None` for `privileged`, no
 /// label, a value Pod Security does not know, or an answer that is not that namespace.
 pub fn level(answer: &[u8], name: &str) -> Option<Level> {
@@ -92,13 +81,12 @@ pub fn level(answer: &[u8], name: &str) -> Option<Level> {
     }
 }
 
-/// Reads the level of `namespace` through `host`, once: `None` without a level that refuses
-/// anything, or when the policy may not look.
-pub fn read_level(namespace: &str, mode: Mode, host: Host<'_>) -> Option<Level> {
-    if mode == Mode::Skip {
-        return None;
-    }
-    level(&host(GET, &request(namespace))?, namespace)
+/// Reads the level of the request's namespace from `cluster`: `None` without a level that
+/// refuses anything, or when the policy may not look.
+pub fn read_level(cluster: &Cluster<'_>) -> Option<Level> {
+    let namespace = cluster.namespace()?;
+    let answer = cluster.get(&NAMESPACE, None, namespace).ok()?;
+    level(answer.as_bytes(), namespace)
 }
 
 /// Whether any level refuses something of `added`: restricted refuses all that baseline does,
@@ -185,15 +173,6 @@ mod tests {
     }
 
     #[test]
-    fn the_request_is_the_sdks_get_resource() {
-        let value: serde_json::Value = serde_json::from_slice(&request("team-\"a\"")).unwrap();
-        assert_eq!(
-            value,
-            serde_json::json!({"api_version": "v1", "kind": "Namespace", "name": "team-\"a\"", "disable_cache": false})
-        );
-    }
-
-    #[test]
     fn only_an_enforce_label_of_baseline_or_restricted_is_a_level() {
         let at = |labels: &str| level(namespace("jobs", labels).as_bytes(), "jobs");
         assert_eq!(
@@ -246,21 +225,29 @@ mod tests {
             calls
                 .borrow_mut()
                 .push((operation.to_string(), request.to_vec()));
-            Some(answer.clone().into_bytes())
+            Ok(answer.clone().into_bytes())
         };
-        assert_eq!(read_level("jobs", Mode::Warn, &host), Some(Level::Baseline));
+        let read = |mode| read_level(&Cluster::new(Some("jobs"), mode, &host));
+        assert_eq!(read(Mode::Warn), Some(Level::Baseline));
+        assert_eq!(read(Mode::Reject), Some(Level::Baseline));
+        assert_eq!(calls.borrow().len(), 2);
+        let (operation, request) = calls.borrow()[0].clone();
+        assert_eq!(operation, crate::cluster::GET);
+        let request: serde_json::Value = serde_json::from_slice(&request).unwrap();
         assert_eq!(
-            read_level("jobs", Mode::Reject, &host),
-            Some(Level::Baseline)
+            request,
+            serde_json::json!({"api_version": "v1", "kind": "Namespace", "name": "jobs",
+                "disable_cache": false, "field_masks": ["metadata.labels"]})
         );
+        assert_eq!(read(Mode::Skip), None);
         assert_eq!(calls.borrow().len(), 2);
-        assert_eq!(calls.borrow()[0].0, GET);
-        assert_eq!(read_level("jobs", Mode::Skip, &host), None);
-        assert_eq!(calls.borrow().len(), 2);
+        let refused = |_: &str, _: &[u8]| Err(crate::cluster::NO_HOST.to_string());
         assert_eq!(
-            read_level("jobs", Mode::Warn, &|_: &str, _: &[u8]| None),
+            read_level(&Cluster::new(Some("jobs"), Mode::Warn, &refused)),
             None
         );
+        assert_eq!(read_level(&Cluster::new(None, Mode::Warn, &host)), None);
+        assert_eq!(calls.borrow().len(), 2);
     }
 
     fn wired() -> Added<'static> {

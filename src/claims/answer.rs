@@ -1,15 +1,13 @@
-//! What one claim holds, read from the host's answer (behaviour.md §3.10): the list
-//! `list_resources_by_namespace` answers, narrowed to the object's name, of
-//! `ResourceClaimTemplate`s (the claim's spec at `spec.spec`) or of `ResourceClaim`s (at `spec`),
-//! in `resource.k8s.io/v1`'s shape. Read leniently, without a tree: the answer comes from the
+//! What one claim holds, read from the object the host answered (behaviour.md §3.10): a
+//! `ResourceClaimTemplate` (the claim's spec at `spec.spec`) or a `ResourceClaim` (at `spec`), in
+//! `resource.k8s.io/v1`'s shape. Read leniently, without a tree: the answer comes from the
 //! cluster, and no answer, however malformed, may trap the module.
 
 use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use crate::json::lenient::{Members, items, members, string};
-use crate::preflight::{self, Listed};
+use crate::json::lenient::{Members, items, members, read_members, string};
 
 /// The DeviceClass of a ComputeDomain's channel (kubernetes-sigs/dra-driver-nvidia-gpu,
 /// `templates/compute-domain-workload-claim-template.tmpl.yaml`): always IMEX channel 0. A claim
@@ -39,16 +37,6 @@ impl Counted {
     }
 }
 
-/// What the host's answer says of the object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    Found(Counted),
-    /// A list without the object.
-    Missing,
-    /// Not a list, or the object's spec is not one the policy can read.
-    Unreadable,
-}
-
 /// How a kind holds the claim's spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Holder {
@@ -64,21 +52,15 @@ pub struct Classes<'c> {
     pub fabric: &'c [Cow<'c, str>],
 }
 
-/// Reads the answer to the list of the object `name` held as `holder`.
-pub fn read_answer(answer: &[u8], name: &str, holder: Holder, classes: &Classes<'_>) -> Answer {
-    let object = match preflight::listed(answer, name) {
-        Listed::Found(object) => object,
-        Listed::Missing => return Answer::Missing,
-        Listed::NotAList => return Answer::Unreadable,
-    };
-    let mut spec = members(object).get("spec");
+/// The devices of the claim `object` (its JSON text) holds as `holder`; `None` where its spec is
+/// not one the policy can read.
+pub fn read_answer(object: &str, holder: Holder, classes: &Classes<'_>) -> Option<Counted> {
+    let object = read_members(object).ok()?;
+    let mut spec = object.get("spec");
     if holder == Holder::Template {
         spec = spec.and_then(|spec| members(spec).get("spec"));
     }
-    match spec.and_then(|spec| devices(spec, classes)) {
-        Some(devices) => Answer::Found(devices),
-        None => Answer::Unreadable,
-    }
+    devices(spec?, classes)
 }
 
 /// The devices of a claim's spec (`{devices: {requests: [...]}}`); `None` where a field the count
@@ -202,29 +184,24 @@ mod tests {
         )
     }
 
-    fn answer(items: &str) -> Vec<u8> {
-        format!(r#"{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplateList","metadata":{{}},"items":{items}}}"#).into_bytes()
-    }
-
     fn template(name: &str, requests: &str) -> String {
         format!(
             r#"{{"metadata":{{"name":"{name}"}},"spec":{{"spec":{{"devices":{{"requests":{requests}}}}}}}}}"#
         )
     }
 
-    fn devices_of(requests: &str) -> Answer {
+    fn devices_of(requests: &str) -> Option<Counted> {
         let (gpu, fabric) = classes();
         let classes = Classes {
             gpu: &gpu,
             fabric: &fabric,
         };
-        let items = format!("[{}]", template("t", requests));
-        read_answer(&answer(&items), "t", Holder::Template, &classes)
+        read_answer(&template("t", requests), Holder::Template, &classes)
     }
 
-    fn found(gpus: u64, all: u64, fabric: bool) -> Answer {
+    fn found(gpus: u64, all: u64, fabric: bool) -> Option<Counted> {
         let class = (gpus > 0 || all > 0).then_some(0);
-        Answer::Found(Counted {
+        Some(Counted {
             gpus,
             all,
             fabric,
@@ -249,7 +226,7 @@ mod tests {
             class: Some(1),
             ..Counted::default()
         };
-        assert_eq!(devices_of(all), Answer::Found(Counted { all: 1, ..amd }));
+        assert_eq!(devices_of(all), Some(Counted { all: 1, ..amd }));
         let first = r#"[{"name":"gpus","firstAvailable":[{"name":"big","deviceClassName":"gpu.nvidia.com","count":8},{"name":"mig","deviceClassName":"mig.nvidia.com","count":16},{"name":"small","deviceClassName":"gpu.nvidia.com","count":4}]}]"#;
         assert_eq!(devices_of(first), found(8, 0, false));
         let first_all = r#"[{"name":"gpus","firstAvailable":[{"name":"a","deviceClassName":"gpu.nvidia.com","count":2},{"name":"b","deviceClassName":"gpu.nvidia.com","allocationMode":"All"}]}]"#;
@@ -257,7 +234,7 @@ mod tests {
         // A ComputeDomain channel, as the driver's controller writes its template: no GPUs, the
         // pod's IMEX channel.
         let channel = r#"[{"name":"channel","exactly":{"deviceClassName":"compute-domain-default-channel.nvidia.com"}}]"#;
-        let is_channel = Answer::Found(Counted {
+        let is_channel = Some(Counted {
             channel: true,
             ..Counted::default()
         });
@@ -276,21 +253,13 @@ mod tests {
             gpu: &gpu,
             fabric: &fabric,
         };
-        let claim = r#"[{"metadata":{"name":"c"},"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}}}]"#;
-        let text = answer(claim);
+        let claim = r#"{"metadata":{"name":"c"},"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}}}"#;
         assert_eq!(
-            read_answer(&text, "c", Holder::Claim, &classes),
+            read_answer(claim, Holder::Claim, &classes),
             found(2, 0, false)
         );
-        // Read as a template, the same object has no spec.spec: nothing unreadable, no GPUs.
-        assert_eq!(
-            read_answer(&text, "c", Holder::Template, &classes),
-            Answer::Unreadable
-        );
-        assert_eq!(
-            read_answer(&text, "other", Holder::Claim, &classes),
-            Answer::Missing
-        );
+        // Read as a template, the same object has no spec.spec: unreadable, not no GPUs.
+        assert_eq!(read_answer(claim, Holder::Template, &classes), None);
     }
 
     #[test]
@@ -306,7 +275,7 @@ mod tests {
             r#"[3]"#,
             r#"{}"#,
         ] {
-            assert_eq!(devices_of(requests), Answer::Unreadable, "{requests}");
+            assert_eq!(devices_of(requests), None, "{requests}");
         }
         let (gpu, fabric) = classes();
         let classes = Classes {
@@ -314,22 +283,19 @@ mod tests {
             fabric: &fabric,
         };
         for text in [
-            &b""[..],
-            b"null",
-            b"{}",
-            br#"{"items":null}"#,
-            br#"{"items":{}}"#,
-            br#"{"items":[]"#,
-            &[0xff, b'{'],
+            "",
+            "null",
+            "{}",
+            "[]",
+            r#"{"spec":null}"#,
+            r#"{"spec":{"spec":3}}"#,
+            "{",
         ] {
             assert_eq!(
-                read_answer(text, "t", Holder::Template, &classes),
-                Answer::Unreadable
+                read_answer(text, Holder::Template, &classes),
+                None,
+                "{text}"
             );
         }
-        assert_eq!(
-            read_answer(br#"{"items":[]}"#, "t", Holder::Template, &classes),
-            Answer::Missing
-        );
     }
 }

@@ -4,22 +4,19 @@
 //! what it asks for is counted: the GPUs of the settings' GPU classes, and whether it brings the
 //! fabric's NICs itself. The engine's read step gives the GPUs to the containers
 //! ([`crate::engine`]); a claim that could not be read is named in a warning instead of being
-//! guessed at.
-//!
-//! The reads go through a [`Memo`] that the preflight (behaviour.md §9) shares, so that no object
-//! is looked for twice in one request.
+//! guessed at. The reads go through the request's [`Cluster`], which the preflight (behaviour.md
+//! §9) shares, so that no object is read twice in one request.
 
 mod answer;
 
-pub use answer::{Answer, CHANNEL_CLASS, Classes, Counted, Holder, read_answer};
+pub use answer::{CHANNEL_CLASS, Classes, Counted, Holder, read_answer};
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 
+use crate::cluster::{CLAIM_TEMPLATE, Cluster, ObjectKind, RESOURCE_CLAIM, Unread};
 use crate::json::lenient::{Entry, members, string};
 use crate::json::object::{Node, Object};
 use crate::merge::{items, object, raw_items};
-use crate::preflight::{self, Host, Mode, ObjectKind};
 use crate::settings::Config;
 
 /// Where a pod claim's devices are described.
@@ -34,8 +31,8 @@ pub enum Origin<'a> {
 impl Origin<'_> {
     pub fn kind(&self) -> &'static ObjectKind {
         match self {
-            Origin::Template(_) => &preflight::CLAIM_TEMPLATE,
-            Origin::Claim(_) => &preflight::RESOURCE_CLAIM,
+            Origin::Template(_) => &CLAIM_TEMPLATE,
+            Origin::Claim(_) => &RESOURCE_CLAIM,
         }
     }
 
@@ -49,34 +46,6 @@ impl Origin<'_> {
         match self {
             Origin::Template(_) => Holder::Template,
             Origin::Claim(_) => Holder::Claim,
-        }
-    }
-}
-
-/// Why a claim's devices are not known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unread {
-    /// `preflight: skip`: no host call at all.
-    Skipped,
-    /// The host answered an error (an `AdmissionPolicy`, a policy server without the capability,
-    /// no RBAC), or the request names no namespace.
-    Refused,
-    /// The object does not exist in the pod's namespace.
-    Missing,
-    /// The answer is not a list, or the object's spec not one the policy reads.
-    Unreadable,
-}
-
-impl Unread {
-    /// Why, for the warning.
-    pub fn why(self, kind: &str) -> String {
-        match self {
-            Unread::Skipped => "preflight: skip makes no host call".to_string(),
-            Unread::Refused => format!(
-                "the policy may not read {kind}s (an AdmissionPolicy, or no context-aware access: contextAwareResources, RBAC)"
-            ),
-            Unread::Missing => "it does not exist".to_string(),
-            Unread::Unreadable => "the host's answer could not be read".to_string(),
         }
     }
 }
@@ -117,20 +86,15 @@ impl<'a> PodClaims<'a> {
     }
 }
 
-/// Reads the claims the containers of the opted-in `pod` name, each object once, through `host`
-/// in `namespace` (`None`: no namespace, or no host). Nothing is read when no container names a
-/// claim, or when the settings list no device class at all and give no `computeDomain` (whose
-/// channel a claim may be already). Never fails: a pod malformed where
-/// this looks is refused by the engine, with its own message.
-pub fn read<'a>(
-    pod: &Object<'a>,
-    config: &Config<'_>,
-    cluster: Option<(&str, Host<'_>)>,
-) -> PodClaims<'a> {
+/// Reads the claims the containers of the opted-in `pod` name, each object once, from
+/// `cluster`. Nothing is read when no container names a claim, or when the settings list no
+/// device class at all and give no `computeDomain` (whose channel a claim may be already). Never
+/// fails: a pod malformed where this looks is refused by the engine, with its own message.
+pub fn read<'a>(pod: &Object<'a>, config: &Config<'_>, cluster: &Cluster<'_>) -> PodClaims<'a> {
     let classes = &config.device_classes;
     let mut found = PodClaims {
         claims: Vec::new(),
-        namespace: cluster.map(|(namespace, _)| namespace.to_string()),
+        namespace: cluster.namespace().map(str::to_string),
     };
     if classes.gpu.is_empty() && classes.fabric.is_empty() && config.compute_domain.is_none() {
         return found;
@@ -167,7 +131,7 @@ pub fn read<'a>(
             .iter()
             .find(|c| c.source == source)
             .map(|c| c.devices);
-        let devices = same.unwrap_or_else(|| look(&source, config.preflight, cluster, &classes));
+        let devices = same.unwrap_or_else(|| look(&source, cluster, &classes));
         found.claims.push(PodClaim {
             name,
             source,
@@ -196,71 +160,14 @@ fn named_claims<'a>(spec: &Object<'a>) -> Vec<Cow<'a, str>> {
     named
 }
 
-/// One object, looked for.
+/// One object, read.
 fn look(
     source: &Origin<'_>,
-    mode: Mode,
-    cluster: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
     classes: &Classes<'_>,
 ) -> Result<Counted, Unread> {
-    let answer = ask(source.kind(), source.name(), mode, cluster)?;
-    match read_answer(&answer, source.name(), source.holder(), classes) {
-        Answer::Found(devices) => Ok(devices),
-        Answer::Missing => Err(Unread::Missing),
-        Answer::Unreadable => Err(Unread::Unreadable),
-    }
-}
-
-/// The host's answer to the list of the object `name` of `kind` in the request's namespace, or
-/// why there is none: `preflight: skip` makes no call, and a request without a namespace, or a
-/// host's error, is a refusal. The claims' reads and the `envFrom` ConfigMaps' go through it.
-pub fn ask(
-    kind: &ObjectKind,
-    name: &str,
-    mode: Mode,
-    cluster: Option<(&str, Host<'_>)>,
-) -> Result<Vec<u8>, Unread> {
-    if mode == Mode::Skip {
-        return Err(Unread::Skipped);
-    }
-    let Some((namespace, host)) = cluster else {
-        return Err(Unread::Refused);
-    };
-    let request = preflight::request(kind, namespace, name);
-    host(preflight::LIST, &request).ok_or(Unread::Refused)
-}
-
-/// A host that asks the real one each request once, and answers a request asked again as it
-/// was answered the first time: the claims' reads and the preflight's share it.
-pub struct Memo<'h> {
-    host: Host<'h>,
-    answers: RefCell<Vec<Asked>>,
-}
-
-/// An operation and its request, and the host's answer to them.
-type Asked = (String, Vec<u8>, Option<Vec<u8>>);
-
-impl<'h> Memo<'h> {
-    pub fn new(host: Host<'h>) -> Self {
-        Memo {
-            host,
-            answers: RefCell::new(Vec::new()),
-        }
-    }
-
-    pub fn call(&self, operation: &str, request: &[u8]) -> Option<Vec<u8>> {
-        if let Ok(answers) = self.answers.try_borrow() {
-            let same = |(op, asked, _): &&Asked| op == operation && asked == request;
-            if let Some((_, _, answer)) = answers.iter().find(same) {
-                return answer.clone();
-            }
-        }
-        let answer = (self.host)(operation, request);
-        if let Ok(mut answers) = self.answers.try_borrow_mut() {
-            answers.push((operation.to_string(), request.to_vec(), answer.clone()));
-        }
-        answer
-    }
+    let object = cluster.get(source.kind(), None, source.name())?;
+    read_answer(&object, source.holder(), classes).ok_or(Unread::Unreadable)
 }
 
 #[cfg(test)]

@@ -14,26 +14,8 @@ fn aws(more: Value) -> Config<'static> {
     config_of(settings)
 }
 
-/// A fixture cluster's list answer for the object named in the request, from `objects`, each
-/// request kept in `calls`.
-pub(crate) fn cluster<'o>(
-    objects: &'o [Value],
-    calls: &'o RefCell<Vec<Value>>,
-) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + 'o {
-    move |_: &str, request: &[u8]| {
-        let request: Value = serde_json::from_slice(request).expect("JSON");
-        calls.borrow_mut().push(request.clone());
-        let name = request["field_selector"]
-            .as_str()
-            .and_then(|s| s.strip_prefix("metadata.name="))
-            .expect("narrowed to a name");
-        let items: Vec<&Value> = objects
-            .iter()
-            .filter(|o| o["kind"] == request["kind"] && o["metadata"]["name"] == name)
-            .collect();
-        Some(json!({"items": items}).to_string().into_bytes())
-    }
-}
+use crate::cluster::tests::fixture as cluster;
+use crate::cluster::{Host, Refusal};
 
 fn template(name: &str, requests: Value) -> Value {
     json!({"kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": "jobs"},
@@ -51,7 +33,13 @@ fn pod(claims: Value, containers: Value) -> String {
 
 fn read_pod<'t>(text: &'t str, config: &Config<'_>, host: Option<Host<'_>>) -> PodClaims<'t> {
     let view = crate::json::object::read_object(text, &POD).expect("a pod");
-    read(&view, config, host.map(|host| ("jobs", host)))
+    let namespace = host.is_some().then_some("jobs");
+    let host = host.unwrap_or(&crate::cluster::no_host);
+    read(
+        &view,
+        config,
+        &Cluster::new(namespace, config.preflight, host),
+    )
 }
 
 #[test]
@@ -95,21 +83,15 @@ fn only_the_claims_containers_name_are_read_once_per_object() {
         .map(|r| {
             (
                 r["kind"].as_str().unwrap().to_string(),
-                r["field_selector"].as_str().unwrap().to_string(),
+                r["name"].as_str().unwrap().to_string(),
             )
         })
         .collect();
     assert_eq!(
         asked,
         [
-            (
-                "ResourceClaimTemplate".to_string(),
-                "metadata.name=eight".to_string()
-            ),
-            (
-                "ResourceClaim".to_string(),
-                "metadata.name=ahead".to_string()
-            ),
+            ("ResourceClaimTemplate".to_string(), "eight".to_string()),
+            ("ResourceClaim".to_string(), "ahead".to_string()),
         ]
     );
     assert!(
@@ -142,26 +124,14 @@ fn no_read_without_named_claims_without_classes_or_with_skip() {
     assert!(calls.borrow().is_empty());
     let skip = read_pod(&named, &aws(json!({"preflight": "skip"})), Some(&host));
     assert_eq!(skip.claims[0].devices, Err(Unread::Skipped));
-    let refused = read_pod(&named, &aws(json!({})), Some(&|_: &str, _: &[u8]| None));
-    assert_eq!(refused.claims[0].devices, Err(Unread::Refused));
-    let no_host = read_pod(&named, &aws(json!({})), None);
-    assert_eq!(no_host.claims[0].devices, Err(Unread::Refused));
+    let forbidden = |_: &str, _: &[u8]| Err("ApiError: Forbidden".to_string());
+    let refused = read_pod(&named, &aws(json!({})), Some(&forbidden));
+    assert_eq!(
+        refused.claims[0].devices,
+        Err(Unread::Refused(Refusal::Forbidden))
+    );
+    // Without a namespace no call is made.
+    let no_namespace = read_pod(&named, &aws(json!({})), None);
+    assert_eq!(no_namespace.claims[0].devices, Err(Unread::NoNamespace));
     assert!(calls.borrow().is_empty());
-}
-
-#[test]
-fn a_memo_asks_each_request_once() {
-    let calls = RefCell::new(0);
-    let host = |operation: &str, request: &[u8]| {
-        *calls.borrow_mut() += 1;
-        (request != b"no").then(|| [operation.as_bytes(), request].concat())
-    };
-    let memo = Memo::new(&host);
-    for _ in 0..3 {
-        assert_eq!(memo.call("list", b"a"), Some(b"lista".to_vec()));
-        assert_eq!(memo.call("list", b"no"), None);
-        // Another operation is another request.
-        assert_eq!(memo.call("get", b"a"), Some(b"geta".to_vec()));
-    }
-    assert_eq!(*calls.borrow(), 3);
 }

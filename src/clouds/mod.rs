@@ -12,7 +12,7 @@ mod rdma;
 
 use std::borrow::Cow;
 
-use crate::preflight::{NETWORK, ObjectKind};
+use crate::cluster::{NETWORK, ObjectKind};
 use crate::profile::{
     DeviceClaim, DeviceCount, EnvVar, HostDirectory, Mount, Network, Profile, Rail, Source, Volume,
     mount, var,

@@ -24,7 +24,7 @@ pub const RDMA: Cloud = Cloud {
     writes: &[crate::multus::ANNOTATION],
     machine_labels: MACHINE_LABELS,
     node_counts: true,
-    networks: &crate::preflight::ATTACHMENT,
+    networks: &crate::cluster::ATTACHMENT,
 };
 
 /// The Network Operator's RDMA shared device plugin's first pool, as its own example pod asks

@@ -2,12 +2,13 @@
 
 use std::cell::RefCell;
 
-use crate::claims::tests::cluster;
+use crate::cluster::tests::fixture as cluster;
 
 use serde_json::{Value, json};
 
 use super::*;
-use crate::claims::{Counted, Origin, PodClaim, Unread};
+use crate::claims::{Counted, Origin, PodClaim};
+use crate::cluster::{Host, Refusal};
 use crate::engine::POD;
 
 /// A ComputeDomain as the DRA driver's CRD holds it (kubernetes-sigs/dra-driver-nvidia-gpu
@@ -39,14 +40,10 @@ fn channel_of(
         claims: read,
         namespace: Some("jobs".into()),
     };
-    super::channel(
-        setting,
-        mode,
-        &pod,
-        spec,
-        &claims,
-        host.map(|host| ("jobs", host)),
-    )
+    let namespace = host.is_some().then_some("jobs");
+    let host = host.unwrap_or(&crate::cluster::no_host);
+    let cluster = Cluster::new(namespace, mode, host);
+    super::channel(setting, &pod, spec, &claims, &cluster)
 }
 
 fn job_label() -> ComputeDomain<'static> {
@@ -75,7 +72,8 @@ fn the_domain_the_label_names_is_read_once_for_its_template() {
         *calls.borrow(),
         [
             json!({"api_version": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
-                "namespace": "jobs", "field_selector": "metadata.name=llama"})
+                "name": "llama", "namespace": "jobs", "disable_cache": true,
+                "field_masks": ["spec.channel.resourceClaimTemplate.name"]})
         ]
     );
     // A standing domain by name: no label needed.
@@ -111,7 +109,8 @@ fn a_pod_that_has_its_channel_gets_none_and_one_that_may_have_it_none_either() {
         channel: true,
         ..Counted::default()
     };
-    for devices in [Ok(channel), Err(Unread::Refused), Err(Unread::Missing)] {
+    let refused = Err(Unread::Refused(Refusal::Forbidden));
+    for devices in [Ok(channel), refused, Err(Unread::Missing)] {
         let claims = json!([{"name": "mnnvl-claim", "resourceClaimTemplateName": "pcs-0-g"}]);
         let read = vec![claim(devices)];
         let got = channel_of(
@@ -200,18 +199,44 @@ fn a_missing_domain_or_label_warns_or_refuses_by_preflight() {
 #[test]
 fn a_read_that_fails_warns_and_never_refuses() {
     let named = ComputeDomain::Named("llama".into());
-    let refused = |_: &str, _: &[u8]| None;
-    let garbage = |_: &str, _: &[u8]| Some(b"{\"items\": 3}".to_vec());
+    let refused = |_: &str, _: &[u8]| {
+        Err("Policy has not been granted access to Kubernetes resource.nvidia.com/v1beta1/ComputeDomain resources. The violation has been reported.".to_string())
+    };
+    let forbidden = |_: &str, _: &[u8]| {
+        Err(r#"Callback evaluation failure: ApiError: computedomains.resource.nvidia.com "llama" is forbidden: Forbidden"#.to_string())
+    };
+    let unserved = |_: &str, _: &[u8]| {
+        Err("Callback evaluation failure: error finding resource resource.nvidia.com/v1beta1 / ComputeDomain: 404 page not found".to_string())
+    };
+    let garbage = |_: &str, _: &[u8]| Ok(b"{\"items\": 3}".to_vec());
     let no_template = |_: &str, _: &[u8]| {
         let domain = json!({"metadata": {"name": "llama"}, "spec": {"numNodes": 0}});
-        Some(json!({"items": [domain]}).to_string().into_bytes())
+        Ok(domain.to_string().into_bytes())
     };
     for mode in [Mode::Warn, Mode::Reject] {
-        let warning = warned(channel_of(&named, mode, bare(json!({})), Some(&refused)));
-        assert!(
-            warning.starts_with("multi-node networking: could not read ComputeDomain jobs/llama: the policy may not read ComputeDomains"),
-            "{warning}"
-        );
+        for (host, why, then) in [
+            (
+                &refused as Host<'_>,
+                "the policy may not read ComputeDomains (an AdmissionPolicy, or a ClusterAdmissionPolicy whose contextAwareResources lack resource.nvidia.com/v1beta1 ComputeDomain)",
+                "deploy the policy as a ClusterAdmissionPolicy listing resource.nvidia.com/v1beta1 ComputeDomain in its contextAwareResources",
+            ),
+            (
+                &forbidden,
+                "the policy server's ServiceAccount may not get computedomains",
+                "let the policy server's ServiceAccount get computedomains",
+            ),
+            (
+                &unserved,
+                "the cluster does not serve resource.nvidia.com/v1beta1 ComputeDomain",
+                "install what serves resource.nvidia.com/v1beta1 ComputeDomain",
+            ),
+        ] {
+            let warning = warned(channel_of(&named, mode, bare(json!({})), Some(host)));
+            let read =
+                format!("multi-node networking: could not read ComputeDomain jobs/llama: {why}");
+            assert!(warning.starts_with(&read), "{warning}");
+            assert!(warning.contains(then), "{warning}");
+        }
         for host in [&garbage as Host<'_>, &no_template] {
             let warning = warned(channel_of(&named, mode, bare(json!({})), Some(host)));
             assert!(

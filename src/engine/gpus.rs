@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::claims::{PodClaims, Unread};
+use crate::claims::PodClaims;
 use crate::error::Error;
 use crate::json::lenient::Entry;
 use crate::json::object::Object;
@@ -27,8 +27,9 @@ pub(super) struct Gpus {
     pub(super) from_resources: bool,
     /// The pod's first claim, named by a container, that brings the fabric's NICs.
     pub(super) fabric_claim: Option<String>,
-    /// The claims containers name that could not be read: each named once, with why.
-    pub(super) unread: Vec<(String, String, Unread)>,
+    /// The claims containers name that could not be read: each named once, with the object it
+    /// is made from and why.
+    pub(super) unread: Vec<(String, String, String)>,
 }
 
 /// Counts the GPUs of `spec`'s containers.
@@ -74,6 +75,7 @@ pub(super) fn count(
                 Err(why) => {
                     if !gpus.unread.iter().any(|(n, _, _)| n == name) {
                         let object = claim.object(claims.namespace.as_deref());
+                        let why = why.why(claim.source.kind());
                         gpus.unread.push((name.to_string(), object, why));
                     }
                     continue;

@@ -6,10 +6,10 @@
 //! ComputeDomain claim, the sidecar's.
 //! Apart from the mutations so that each list reads at once; none of them changes the pod.
 
+use crate::cluster::Mode;
 use crate::compute_domain::Channel;
 use crate::error::{Error, join};
 use crate::placement;
-use crate::preflight::Mode;
 use crate::profile::{Sidecar, Source, Volume};
 use crate::settings::Config;
 
@@ -23,7 +23,7 @@ pub(super) fn declined(declined: Declined, config: &Config<'_>) -> Result<Vec<St
         Declined::Unread(unread) => {
             let mut warnings = unread
                 .iter()
-                .map(|(claim, object, why)| unread_warning(claim, object, *why, true));
+                .map(|(claim, object, why)| unread_warning(claim, object, why, true));
             if config.preflight == Mode::Reject {
                 let first = warnings.next().unwrap_or_default();
                 return Err(Error::Preflight {

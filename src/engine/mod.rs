@@ -28,12 +28,12 @@ mod wire;
 
 pub use gpus::DEVICE_CLASS_RESOURCE;
 pub use record::AUDIT_KEY;
-pub use size::MAX_ANNOTATIONS_SIZE;
 
 use crate::claims::PodClaims;
+use crate::cluster::Cluster;
 use crate::error::Error;
 use crate::json::object::{Member, Object, Shape};
-use crate::preflight::{self, Host, Reference};
+use crate::preflight::{self, Reference};
 use crate::settings::Config;
 use added::Added;
 
@@ -88,14 +88,14 @@ pub struct Outcome<'a> {
 }
 
 /// Injects the configured cloud's fabric into `pod`, as its machine decides, with its GPUs
-/// through DRA as `claims` read them (behaviour.md §3.10), and its ComputeDomain's channel read
-/// through `cluster`, the request's namespace and the host (§3.11). On a rejection the pod may be
-/// half-changed and must be dropped.
+/// through DRA as `claims` read them (behaviour.md §3.10), and what it depends on in the
+/// cluster (its ComputeDomain's channel, §3.11; its `envFrom` ConfigMaps' keys, §4) read from
+/// `cluster`. On a rejection the pod may be half-changed and must be dropped.
 pub fn inject<'a>(
     pod: &mut Object<'_>,
     config: &Config<'a>,
     claims: &PodClaims<'_>,
-    cluster: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
 ) -> Result<Outcome<'a>, Error> {
     let facts = match read::pod(pod, config, claims, cluster)? {
         Ok(facts) => facts,

@@ -7,8 +7,9 @@
 
 use std::borrow::Cow;
 
-use crate::claims::{PodClaim, PodClaims, Unread};
+use crate::claims::{PodClaim, PodClaims};
 use crate::clouds::Fabric;
+use crate::cluster::Cluster;
 use crate::compute_domain::{self, Channel, MNNVL_ENABLE};
 use crate::env_from::{self, EnvFrom};
 use crate::error::Error;
@@ -17,7 +18,6 @@ use crate::layers::apply_env;
 use crate::machine::{self, NodeFacts};
 use crate::merge::{names, object, text};
 use crate::placement::{self, Placement};
-use crate::preflight::{Host, Mode};
 use crate::profile::{DeviceCount, EnvChange, Profile};
 use crate::settings::Config;
 
@@ -67,7 +67,7 @@ pub(super) enum Declined {
     },
     /// The pod's GPUs come only through claims, and some claim could not be read: its name,
     /// the object it is made from, and why.
-    Unread(Vec<(String, String, Unread)>),
+    Unread(Vec<(String, String, String)>),
     Windows,
     /// The machine decides no fabric; its warnings say why.
     NoFabric(Vec<String>),
@@ -79,7 +79,7 @@ pub(super) fn pod<'a>(
     pod: &Object<'_>,
     config: &Config<'a>,
     claims: &PodClaims<'_>,
-    cluster: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
 ) -> Result<Result<Reading<'a>, Declined>, Error> {
     let mut seccomp = Seccomp::annotated(pod)?;
     let namespace = namespace_of(pod)?;
@@ -115,7 +115,7 @@ pub(super) fn pod<'a>(
     }
     let mut claim_warnings: Vec<String> = unread
         .iter()
-        .map(|(claim, object, why)| unread_warning(claim, object, *why, false))
+        .map(|(claim, object, why)| unread_warning(claim, object, why, false))
         .collect();
     // `All` is the node's GPUs: the machine's, else the fabric's whole node.
     let node_gpus = node.gpus.or(profile.whole_node.map(|w| w.gpus));
@@ -132,7 +132,7 @@ pub(super) fn pod<'a>(
         seccomp.pod = Seccomp::in_spec(spec)?;
     }
     let channel = channel_of((pod, spec), config, &node, claims, cluster, &mut profile)?;
-    let env_from = env_from(spec, &gpu_containers, &profile, config.preflight, cluster)?;
+    let env_from = env_from(spec, &gpu_containers, &profile, cluster)?;
     // Where the pod may run decides its device count.
     let placement = profile
         .device
@@ -164,12 +164,12 @@ fn channel_of(
     config: &Config<'_>,
     node: &NodeFacts<'_>,
     claims: &PodClaims<'_>,
-    cluster: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
     profile: &mut Profile<'_>,
 ) -> Result<Channel, Error> {
     let channel = match &config.compute_domain {
         Some(setting) if !node.without_nvlink => {
-            compute_domain::channel(setting, config.preflight, pod, spec, claims, cluster)?
+            compute_domain::channel(setting, pod, spec, claims, cluster)?
         }
         _ => Channel::Untouched,
     };
@@ -255,8 +255,7 @@ fn env_from(
     spec: &Object<'_>,
     gpu_containers: &[GpuContainer],
     profile: &Profile<'_>,
-    mode: Mode,
-    cluster: Option<(&str, Host<'_>)>,
+    cluster: &Cluster<'_>,
 ) -> Result<Vec<EnvFrom>, Error> {
     let mut found = vec![EnvFrom::default(); gpu_containers.len()];
     if profile.env.is_empty() {
@@ -279,7 +278,7 @@ fn env_from(
             .map(|var| var.name.as_ref())
             .filter(|name| !has.iter().any(|h| h == name))
             .collect();
-        *found = env_from::read(container, &wanted, mode, cluster);
+        *found = env_from::read(container, &wanted, cluster);
     }
     Ok(found)
 }
@@ -308,8 +307,7 @@ fn namespace_of(pod: &Object<'_>) -> Result<Option<String>, Error> {
 
 /// The warning about a claim whose GPUs could not be counted, `declined` where the pod is not
 /// wired for it.
-pub(super) fn unread_warning(claim: &str, object: &str, why: Unread, declined: bool) -> String {
-    let kind = object.split(' ').next().unwrap_or(object);
+pub(super) fn unread_warning(claim: &str, object: &str, why: &str, declined: bool) -> String {
     let (what, then) = if declined {
         (
             "multi-node networking not injected",
@@ -321,10 +319,7 @@ pub(super) fn unread_warning(claim: &str, object: &str, why: Unread, declined: b
             "its GPUs are not counted, and the pod is wired for the GPUs its containers request as resources",
         )
     };
-    format!(
-        "{what}: could not read the pod's claim {claim} ({object}): {}; {then}",
-        why.why(kind)
-    )
+    format!("{what}: could not read the pod's claim {claim} ({object}): {why}; {then}")
 }
 
 /// The seccomp profiles the pod sets: a GPU container that has one, by field or by the legacy

@@ -5,12 +5,8 @@
 use crate::error::Error;
 use crate::json::lenient::{Loose, Text, read};
 use crate::json::object::Object;
+use crate::k8s::limits::MAX_ANNOTATIONS_SIZE;
 use crate::merge::{json_text, object};
-
-/// The most bytes a pod's annotations may total, keys and values: kubernetes apimachinery
-/// `pkg/api/validation/objectmeta.go`, `TotalAnnotationSizeLimitB = 256 * 1024`, which
-/// `ValidateAnnotationsSize` compares with the sum of `len(k) + len(v)` over the annotations.
-pub const MAX_ANNOTATIONS_SIZE: usize = 256 * 1024;
 
 /// Refuses a pod whose annotations, now that the policy set or extended `keys`, total more than
 /// [`MAX_ANNOTATIONS_SIZE`]; `unwritten` is an annotation the pod would carry besides, as its key
@@ -54,6 +50,7 @@ pub(super) fn check(
     Err(Error::AnnotationsTooLarge {
         total,
         keys: keys.join(", "),
+        limit: MAX_ANNOTATIONS_SIZE,
     })
 }
 

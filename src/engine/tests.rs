@@ -15,8 +15,9 @@ const GPU_RESOURCE: &str = "nvidia.com/gpu";
 pub(super) fn inject<'a>(pod: &mut Value, config: &Config<'a>) -> Result<Outcome<'a>, Error> {
     let bytes = crate::merge::tests::payload(pod);
     let mut view = crate::json::object::read_object(&bytes, &POD)?;
-    let claims = crate::claims::read(&view, config, None);
-    let outcome = super::inject(&mut view, config, &claims, None)?;
+    let cluster = crate::cluster::Cluster::new(None, config.preflight, &crate::cluster::no_host);
+    let claims = crate::claims::read(&view, config, &cluster);
+    let outcome = super::inject(&mut view, config, &claims, &cluster)?;
     let mut out = Vec::new();
     view.write(&mut out);
     *pod = serde_json::from_slice(&out).expect("the view writes JSON");

@@ -5,7 +5,8 @@ use std::cell::RefCell;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::claims::tests::cluster;
+use crate::cluster::tests::fixture as cluster;
+use crate::cluster::{Host, Mode, Refusal};
 use crate::json::object::{Shape, read_object};
 
 /// A ConfigMap in namespace `jobs`.
@@ -18,7 +19,9 @@ fn config_map(name: &str, data: Value) -> Value {
 fn given_by(env_from: Value, wanted: &[&str], mode: Mode, host: Option<Host<'_>>) -> EnvFrom {
     let text = crate::merge::tests::payload(&json!({"name": "t", "envFrom": env_from}));
     let container = read_object(&text, &Shape::TEXT).expect("a container");
-    read(&container, wanted, mode, host.map(|host| ("jobs", host)))
+    let namespace = host.is_some().then_some("jobs");
+    let host = host.unwrap_or(&crate::cluster::no_host);
+    read(&container, wanted, &Cluster::new(namespace, mode, host))
 }
 
 const WANTED: &[&str] = &["FI_PROVIDER", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "UCX_TLS"];
@@ -48,7 +51,8 @@ fn a_config_maps_data_keys_behind_its_prefix_are_the_users() {
     assert_eq!(calls[0]["kind"], "ConfigMap");
     assert_eq!(calls[0]["api_version"], "v1");
     assert_eq!(calls[0]["namespace"], "jobs");
-    assert_eq!(calls[1]["field_selector"], "metadata.name=sockets");
+    assert_eq!(calls[1]["name"], "sockets");
+    assert_eq!(calls[1]["field_masks"], json!(["data"]));
 }
 
 #[test]
@@ -105,8 +109,8 @@ fn sources_whose_keys_cannot_be_known_are_named_with_why() {
     assert_eq!(calls.borrow().len(), 2);
     assert_eq!(Why::Secret.text(), "the policy does not read Secrets");
     assert_eq!(
-        Why::Unread(Unread::Refused).text(),
-        "the policy may not read ConfigMaps (an AdmissionPolicy, or no context-aware access: contextAwareResources, RBAC)"
+        Why::Unread(Unread::Refused(Refusal::Forbidden)).text(),
+        "the policy server's ServiceAccount may not get configmaps (RBAC: the ClusterRole that make manifests renders)"
     );
     // `skip` and no host: no call, and every ConfigMap is unknown, optional or not.
     calls.borrow_mut().clear();
@@ -115,9 +119,14 @@ fn sources_whose_keys_cannot_be_known_are_named_with_why() {
     let skip = Why::Unread(Unread::Skipped);
     assert_eq!(whys, [Why::Secret, skip, skip]);
     assert!(calls.borrow().is_empty());
-    let refused = given_by(env_from, WANTED, Mode::Warn, None);
+    let unread = given_by(env_from.clone(), WANTED, Mode::Warn, None);
+    let whys: Vec<Why> = unread.unknown.iter().map(|u| u.why).collect();
+    let unread_why = Why::Unread(Unread::NoNamespace);
+    assert_eq!(whys, [Why::Secret, unread_why, unread_why]);
+    let forbidden = |_: &str, _: &[u8]| Err("ApiError: Forbidden".to_string());
+    let refused = given_by(env_from, WANTED, Mode::Warn, Some(&forbidden));
     let whys: Vec<Why> = refused.unknown.iter().map(|u| u.why).collect();
-    let refused_why = Why::Unread(Unread::Refused);
+    let refused_why = Why::Unread(Unread::Refused(Refusal::Forbidden));
     assert_eq!(whys, [Why::Secret, refused_why, refused_why]);
 }
 
@@ -128,13 +137,12 @@ fn no_answer_of_the_host_is_taken_for_keys() {
         "",
         "null",
         "[]",
-        "{}",
-        r#"{"items": {}}"#,
         r#"{"items": [}"#,
-        r#"{"items": [{"metadata": {"name": "nccl"}, "data": ["NCCL_DEBUG"]}]}"#,
-        r#"{"items": [{"metadata": {"name": "nccl"}, "data": "NCCL_DEBUG"}]}"#,
+        r#"{"metadata": {"name": "other"}, "data": {"NCCL_DEBUG": "1"}}"#,
+        r#"{"metadata": {"name": "nccl"}, "data": ["NCCL_DEBUG"]}"#,
+        r#"{"metadata": {"name": "nccl"}, "data": "NCCL_DEBUG"}"#,
     ] {
-        let host = |_: &str, _: &[u8]| Some(answer.as_bytes().to_vec());
+        let host = |_: &str, _: &[u8]| Ok(answer.as_bytes().to_vec());
         let found = given_by(env_from.clone(), WANTED, Mode::Warn, Some(&host));
         assert!(found.given.is_empty(), "{answer}");
         assert_eq!(found.unknown.len(), 1, "{answer}");
@@ -144,13 +152,13 @@ fn no_answer_of_the_host_is_taken_for_keys() {
             "{answer}"
         );
     }
-    let invalid = |_: &str, _: &[u8]| Some(vec![0xff, b'{']);
+    let invalid = |_: &str, _: &[u8]| Ok(vec![0xff, b'{']);
     let found = given_by(env_from.clone(), WANTED, Mode::Warn, Some(&invalid));
     assert_eq!(found.unknown[0].why, Why::Unread(Unread::Unreadable));
     // A ConfigMap without data, or with `data: null`, gives nothing, and is known to.
     for data in ["", r#", "data": null"#] {
-        let answer = format!(r#"{{"items": [{{"metadata": {{"name": "nccl"}}{data}}}]}}"#);
-        let host = |_: &str, _: &[u8]| Some(answer.as_bytes().to_vec());
+        let answer = format!(r#"{{"metadata": {{"name": "nccl"}}{data}}}"#);
+        let host = |_: &str, _: &[u8]| Ok(answer.as_bytes().to_vec());
         let found = given_by(env_from.clone(), WANTED, Mode::Warn, Some(&host));
         assert_eq!(found, EnvFrom::default(), "{answer}");
     }

@@ -7,11 +7,11 @@ use std::borrow::Cow;
 use super::reader::{Reader, show};
 use super::{Common, GPU_RESOURCES, PREFLIGHT, RECORD, VALIDATE_ONLY, top};
 use crate::clouds;
+use crate::cluster::Mode;
 use crate::error::{Error, Path, join};
 use crate::json::JsonType;
 use crate::json::tape::{Tape, Value};
 use crate::k8s::names::{is_dns1123_subdomain, is_extended_resource, is_kind, is_qualified_name};
-use crate::preflight::Mode;
 
 /// The trigger keys when the settings name none: the NeMo Platform chart's, and NeMo Helix's,
 /// whose chart and jobs controller mark pods `nhx.nvidia.com/…` (behaviour.md §1.3).

@@ -6,11 +6,11 @@
 use std::borrow::Cow;
 
 use super::reader::Reader;
+use crate::cluster::Mode;
 use crate::error::Path;
 use crate::json::JsonType;
 use crate::json::tape::Value;
 use crate::k8s::names::{is_dns1123_subdomain, is_qualified_name};
-use crate::preflight::Mode;
 
 pub const COMPUTE_DOMAIN: &str = "computeDomain";
 const FROM_LABEL: &str = "fromLabel";

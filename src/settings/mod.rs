@@ -32,12 +32,12 @@ pub use rows::{Row, UserRow};
 use std::borrow::Cow;
 
 use crate::clouds::{self, Cloud, Fabric};
+use crate::cluster::Mode;
 use crate::error::{Error, Path, join};
 use crate::json::JsonType;
 use crate::json::envelope::LAZY_SETTINGS;
 use crate::json::tape::{Tape, Value};
 use crate::layers::{self, Overlay};
-use crate::preflight::Mode;
 use crate::profile::Profile;
 use block::Place;
 use reader::Reader;

@@ -5,12 +5,13 @@
 use std::cell::RefCell;
 
 use crate::generators::case;
-use crate::generators::claims::{claim_answers, claim_host_answer, list};
+use crate::generators::claims::{claim_answers, claim_host_answer, object};
+use crate::generators::host::{REFUSALS, asked, is_namespace, missing};
 use crate::generators::pods::pod;
 use crate::generators::settings::valid_settings;
 use crate::run::{answer_of, opted_in, payload};
+use multinode_networking_policy::admission;
 use multinode_networking_policy::k8s::quantity;
-use multinode_networking_policy::{admission, preflight};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -33,9 +34,9 @@ proptest! {
         let bytes = payload("CREATE", &pod, &settings);
         let calls = RefCell::new(Vec::new());
         // The namespace's read (behaviour.md §11) is the Pod Security properties' own.
-        let host = |operation: &str, request: &[u8]| {
-            if operation != preflight::LIST {
-                return None;
+        let host = |_: &str, request: &[u8]| {
+            if is_namespace(request) {
+                return Err(REFUSALS[0].to_string());
             }
             calls.borrow_mut().push(request.to_vec());
             claim_host_answer(&answer, request)
@@ -62,23 +63,22 @@ proptest! {
             settings.remove("gpuDeviceClasses");
             settings.remove("fabricDeviceClasses");
         }
-        let asked = RefCell::new(Vec::new());
-        let host = |operation: &str, request: &[u8]| {
-            if operation != preflight::LIST {
-                return None;
+        let read = RefCell::new(Vec::new());
+        let host = |_: &str, request: &[u8]| {
+            if is_namespace(request) {
+                return Err(REFUSALS[0].to_string());
             }
-            let request: Value = serde_json::from_slice(request).ok()?;
-            let name = request["field_selector"].as_str()?.strip_prefix("metadata.name=")?;
-            asked.borrow_mut().push(Value::from(name));
+            let (request, name) = asked(request);
+            read.borrow_mut().push(Value::from(name.as_str()));
             let devices = json!({"requests": [
                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8}}
             ]});
-            let spec = match request["kind"].as_str()? {
-                "ResourceClaimTemplate" => json!({"spec": {"devices": devices}}),
-                "ResourceClaim" => json!({"devices": devices}),
-                _ => return Some(list(json!([]))),
+            let spec = match request["kind"].as_str() {
+                Some("ResourceClaimTemplate") => json!({"spec": {"devices": devices}}),
+                Some("ResourceClaim") => json!({"devices": devices}),
+                _ => return Err(missing(&request)),
             };
-            Some(list(json!([{"metadata": {"name": name}, "spec": spec}])))
+            Ok(object(&request, &name, Some(spec)))
         };
         let verdict = admission::evaluate_with(&payload("CREATE", &pod, &settings), &host);
         let (_, mutated, _, record) = answer_of(verdict);
@@ -93,7 +93,7 @@ proptest! {
                 .map(|c| (c["name"].clone(), c["resourceClaimTemplateName"].clone(), c["resourceClaimName"].clone()))
                 .collect()
         };
-        let asked = asked.into_inner();
+        let asked = read.into_inner();
         // The claims some container names were read (behaviour.md §3.10): those hold GPUs.
         let named: Vec<&Value> = pod
             .pointer("/spec/containers")
@@ -143,20 +143,18 @@ proptest! {
         let Some((resources, claims, templates)) = with_claims(&pod) else {
             return Ok(());
         };
-        let host = |operation: &str, request: &[u8]| {
-            if operation != preflight::LIST {
-                return None;
+        let host = |_: &str, request: &[u8]| {
+            if is_namespace(request) {
+                return Err(REFUSALS[0].to_string());
             }
-            let request: Value = serde_json::from_slice(request).unwrap();
-            let name = request["field_selector"].as_str().unwrap_or_default()
-                .trim_start_matches("metadata.name=").to_string();
+            let (request, name) = asked(request);
             let found = templates.get(&name).filter(|_| request["kind"] == "ResourceClaimTemplate");
-            Some(list(match found {
-                Some(count) => json!([{"metadata": {"name": name}, "spec": {"spec": {"devices": {"requests": [
+            Ok(match found {
+                Some(count) => object(&request, &name, Some(json!({"spec": {"devices": {"requests": [
                     {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}
-                ]}}}}]),
-                None => json!([{"metadata": {"name": name}}]),
-            }))
+                ]}}}))),
+                None => object(&request, &name, None),
+            })
         };
         let by_resource = answer_of(admission::evaluate_with(&payload("CREATE", &resources, &settings), &host));
         let by_claim = answer_of(admission::evaluate_with(&payload("CREATE", &claims, &settings), &host));

@@ -6,6 +6,7 @@ use crate::api_rules::as_list;
 use crate::api_rules::typed_pod;
 use crate::generators::any::any_settings;
 use crate::generators::case;
+use crate::generators::host::is_namespace;
 use crate::generators::machines::ACCELERATOR_LABEL;
 use crate::generators::settings::valid_settings;
 use crate::inspect::added_fabric;
@@ -18,7 +19,7 @@ use crate::run::payload;
 use fixtures::TRIGGERS;
 use multinode_networking_policy::admission;
 use multinode_networking_policy::admission::Verdict;
-use multinode_networking_policy::preflight;
+use multinode_networking_policy::cluster::NO_HOST;
 use multinode_networking_policy::settings;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -58,11 +59,11 @@ pub(crate) fn the_generators_produce_the_cases_the_properties_are_about() {
             Verdict::Reject { .. } => count("rejected"),
         }
         let looked = std::cell::Cell::new(0);
-        let host = |operation: &str, _: &[u8]| {
-            if operation == preflight::LIST {
+        let host = |_: &str, request: &[u8]| {
+            if !is_namespace(request) {
                 looked.set(looked.get() + 1);
             }
-            None
+            Err(NO_HOST.to_string())
         };
         admission::evaluate_with(&payload("CREATE", &pod, &settings), &host);
         if looked.get() > 0 {

@@ -6,8 +6,9 @@
 use std::collections::BTreeSet;
 
 use crate::generators::case;
+use crate::generators::host::{REFUSALS, asked, missing};
 use crate::run::{answer_of, payload};
-use multinode_networking_policy::{admission, preflight};
+use multinode_networking_policy::admission;
 use proptest::prelude::*;
 use proptest::sample::subsequence;
 use serde_json::{Value, json};
@@ -33,28 +34,22 @@ const KEYS: &[&str] = &[
 
 /// The cluster: `nccl-env` with `keys`, `empty-env` without data, no `missing-env`; every other
 /// read is refused.
-fn host_with<'k>(keys: &'k [&'k str]) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + 'k {
-    move |operation: &str, request: &[u8]| {
-        if operation != preflight::LIST {
-            return None;
-        }
-        let request: Value = serde_json::from_slice(request).ok()?;
+fn host_with<'k>(keys: &'k [&'k str]) -> impl Fn(&str, &[u8]) -> Result<Vec<u8>, String> + 'k {
+    move |_: &str, request: &[u8]| {
+        let (request, name) = asked(request);
         if request["kind"] != "ConfigMap" {
-            return None;
+            return Err(REFUSALS[2].to_string());
         }
-        let name = request["field_selector"]
-            .as_str()?
-            .strip_prefix("metadata.name=")?;
         let data: serde_json::Map<String, Value> = keys
             .iter()
             .map(|k| (k.to_string(), json!("user")))
             .collect();
-        let items = match name {
-            "nccl-env" => json!([{"metadata": {"name": name}, "data": data}]),
-            "empty-env" => json!([{"metadata": {"name": name}}]),
-            _ => json!([]),
+        let object = match name.as_str() {
+            "nccl-env" => json!({"metadata": {"name": name}, "data": data}),
+            "empty-env" => json!({"metadata": {"name": name}}),
+            _ => return Err(missing(&request)),
         };
-        Some(json!({"items": items}).to_string().into_bytes())
+        Ok(object.to_string().into_bytes())
     }
 }
 

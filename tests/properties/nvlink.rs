@@ -6,10 +6,9 @@
 
 use crate::claim_rules;
 use crate::generators::case;
-use crate::generators::host::{Answer, answers};
+use crate::generators::host::{Answer, REFUSALS, answers, asked, missing};
 use crate::run::{answer_of, payload};
 use multinode_networking_policy::admission;
-use multinode_networking_policy::preflight;
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Value, json};
@@ -28,26 +27,21 @@ fn blocks() -> impl Strategy<Value = (Value, Option<&'static str>)> {
 }
 
 /// The cluster's answer to the domain's read: the domain with its channel template, where the
-/// answer is a list holding it; the other reads (claims, preflight, namespace) error.
-fn host(answer: &Answer) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + '_ {
-    move |operation: &str, request: &[u8]| {
-        let request: Value = serde_json::from_slice(request).ok()?;
-        if operation != preflight::LIST || request["kind"] != "ComputeDomain" {
-            return None;
+/// answer is present; the other reads (claims, preflight, namespace) are refused.
+fn host(answer: &Answer) -> impl Fn(&str, &[u8]) -> Result<Vec<u8>, String> + '_ {
+    move |_: &str, request: &[u8]| {
+        let (request, name) = asked(request);
+        if request["kind"] != "ComputeDomain" {
+            return Err(REFUSALS[2].to_string());
         }
-        let name = request["field_selector"]
-            .as_str()?
-            .strip_prefix("metadata.name=")?;
         match answer {
-            Answer::Present => Some(
-                json!({"items": [{"metadata": {"name": name},
-                    "spec": {"channel": {"resourceClaimTemplate": {"name": format!("{name}-channel")}}}}]})
-                .to_string()
-                .into_bytes(),
-            ),
-            Answer::Missing => Some(br#"{"items":[]}"#.to_vec()),
-            Answer::Error => None,
-            Answer::Garbage(bytes) => Some(bytes.clone()),
+            Answer::Present => Ok(json!({"metadata": {"name": name},
+                    "spec": {"channel": {"resourceClaimTemplate": {"name": format!("{name}-channel")}}}})
+            .to_string()
+            .into_bytes()),
+            Answer::Missing => Err(missing(&request)),
+            Answer::Error(words) => Err(words.to_string()),
+            Answer::Garbage(bytes) => Ok(bytes.clone()),
         }
     }
 }

@@ -1,10 +1,11 @@
-//! The preflight's host calls: no answer traps, and only a missing object changes the
+//! The preflight's reads of the cluster: no answer traps, and only a missing object changes the
 //! answer (behaviour.md §9).
 
 use crate::generators::case;
 use crate::generators::host::Answer;
 use crate::generators::host::answers;
 use crate::generators::host::host_answer;
+use crate::generators::host::is_namespace;
 use crate::generators::host::namespace_answer;
 use crate::generators::host::namespace_answers;
 use crate::generators::host::refusing;
@@ -12,7 +13,7 @@ use crate::run::opted_in;
 use crate::run::payload;
 use multinode_networking_policy::admission;
 use multinode_networking_policy::admission::Verdict;
-use multinode_networking_policy::preflight;
+use multinode_networking_policy::cluster::NO_HOST;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -91,20 +92,23 @@ proptest! {
         answer in answers(),
     ) {
         // The ConfigMaps containers take env from are read too (behaviour.md §4, the property of
-        // `env_from.rs`): what this answer means for them is theirs.
-        let mut pod = pod;
+        // `env_from.rs`), and a multi-node NVLink pod's ComputeDomain (§3.11, `nvlink.rs`'s):
+        // what this answer means for them is theirs.
+        let (mut pod, mut settings) = (pod, settings);
         without_env_from(&mut pod);
+        if let Some(settings) = settings.as_object_mut() {
+            settings.remove("computeDomain");
+        }
         let bytes = payload("CREATE", &pod, &settings);
         let without = admission::evaluate(&bytes);
         let calls = std::cell::RefCell::new(Vec::new());
-        let host = |operation: &str, request: &[u8]| {
-            if operation == preflight::LIST {
-                calls.borrow_mut().push(request.to_vec());
-                host_answer(&answer, request)
-            } else {
+        let host = |_: &str, request: &[u8]| {
+            if is_namespace(request) {
                 // The namespace says nothing here: the next property is about it.
-                None
+                return Err(NO_HOST.to_string());
             }
+            calls.borrow_mut().push(request.to_vec());
+            host_answer(&answer, request)
         };
         let with = admission::evaluate_with(&bytes, &host);
         let encoded: Value = serde_json::from_slice(&admission::validate_with(&bytes, &host)).unwrap();
@@ -189,9 +193,9 @@ proptest! {
         let bytes = payload("CREATE", &pod, &settings);
         let without = admission::evaluate(&bytes);
         let reads = std::cell::Cell::new(0);
-        let host = |operation: &str, request: &[u8]| {
-            if operation == preflight::LIST {
-                return None;
+        let host = |_: &str, request: &[u8]| {
+            if !is_namespace(request) {
+                return Err(NO_HOST.to_string());
             }
             reads.set(reads.get() + 1);
             namespace_answer(&answer, request)

@@ -34,11 +34,11 @@ pub(crate) fn a_request_without_a_namespace_makes_no_preflight_call() {
         let calls = std::cell::Cell::new(0);
         let host = |_: &str, _: &[u8]| {
             calls.set(calls.get() + 1);
-            None
+            Err(multinode_networking_policy::cluster::NO_HOST.to_string())
         };
         let verdict = admission::evaluate_with(&fixtures::payload(&request, &settings), &host);
         assert!(matches!(verdict, Verdict::Mutate { .. }), "{verdict:?}");
-        // With one: the topology ConfigMap's list, and the namespace's read for the IPC_LOCK
+        // With one: the topology ConfigMap's read, and the namespace's read for the IPC_LOCK
         // Azure adds (behaviour.md §11).
         assert_eq!(
             calls.get(),

@@ -8,26 +8,27 @@
 use crate::api_rules::typed_pod;
 use crate::generators::case;
 use crate::generators::host::{
-    Answer, NamespaceAnswer, answers, host_answer, namespace_answer, namespace_answers,
+    Answer, NamespaceAnswer, answers, host_answer, is_namespace, namespace_answer,
+    namespace_answers,
 };
 use crate::generators::settings::validate_only_setting;
 use crate::run::payload;
 use fixtures::stored::{audit_request, stored};
 use multinode_networking_policy::admission::{self, Verdict};
-use multinode_networking_policy::preflight;
 use proptest::prelude::*;
 use serde_json::Value;
 
-/// The host: `list` answers the preflight's lists, `namespace` the namespace's read.
+/// The host: `object` answers the reads of the objects an injection refers to, `namespace` the
+/// namespace's read.
 fn answering<'a>(
-    list: &'a Answer,
+    object: &'a Answer,
     namespace: &'a NamespaceAnswer,
-) -> impl Fn(&str, &[u8]) -> Option<Vec<u8>> + 'a {
-    move |operation: &str, request: &[u8]| {
-        if operation == preflight::LIST {
-            host_answer(list, request)
-        } else {
+) -> impl Fn(&str, &[u8]) -> Result<Vec<u8>, String> + 'a {
+    move |_: &str, request: &[u8]| {
+        if is_namespace(request) {
             namespace_answer(namespace, request)
+        } else {
+            host_answer(object, request)
         }
     }
 }

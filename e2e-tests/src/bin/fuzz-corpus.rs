@@ -3,7 +3,7 @@
 //! input, and every pod (and every expected mutated pod) with its case's settings as an
 //! `opted_in` input (settings, a NUL byte, the pod; for the cases with cluster state, again with
 //! a NUL byte and a host answer); and every claim object of the cases' fixture clusters, as the
-//! host's list answer, for `claims`. File names are
+//! host's answer, for `claims`. File names are
 //! content hashes, so running it again adds nothing new.
 //!
 //! Usage: `fuzz-corpus [DIR]`, DIR defaulting to `fuzz/corpus`.
@@ -43,22 +43,20 @@ fn main() -> Result<()> {
                 for answer in HOST_ANSWERS {
                     let mut with_answer = input.clone();
                     with_answer.push(0);
-                    with_answer.extend(answer.as_bytes());
+                    with_answer.extend(answer);
                     written += write(&out.join("opted_in"), &with_answer)?;
                 }
             }
         }
     }
-    // The claims target's seeds: the list answers the cases' fixture clusters give to a claim
-    // read, each claim object of theirs in a list (behaviour.md §3.10).
+    // The claims target's seeds: the answers the cases' fixture clusters give to a claim read,
+    // each claim object of theirs (behaviour.md §3.10).
     for (_, case) in cases::load::<Case>(&root.join("cases"))? {
         for object in case.cluster.iter().flat_map(|c| c.objects.iter()) {
             if object["kind"] == "ResourceClaimTemplate" || object["kind"] == "ResourceClaim" {
                 let mut claim = object.clone();
                 claim["metadata"]["name"] = json!("eight-gpus");
-                let list =
-                    json!({"apiVersion": "resource.k8s.io/v1", "kind": "List", "items": [claim]});
-                written += write(&out.join("claims"), &serde_json::to_vec(&list)?)?;
+                written += write(&out.join("claims"), &serde_json::to_vec(&claim)?)?;
             }
         }
     }
@@ -102,14 +100,15 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// Answers of the preflight's host calls: lists with and without the objects the cases look for,
-/// and text a policy server never sends.
-const HOST_ANSWERS: [&str; 5] = [
-    r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]}"#,
-    r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{},"items":[{"metadata":{"name":"nccl-topo","namespace":"team-a"}}]}"#,
-    r#"{"kind":"NetworkAttachmentDefinitionList","items":[{"metadata":{"name":"sriov-net"}}]}"#,
-    r#"{"items":{}}"#,
-    "not a list",
+/// Answers of the reads of the cluster, as the opted_in target reads them: the policy server's
+/// words for a missing object (a first byte 1) and for a read RBAC refuses (2), objects the cases
+/// look for, and text a policy server never sends.
+const HOST_ANSWERS: [&[u8]; 5] = [
+    b"\x01",
+    b"\x02",
+    br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"nccl-topo","namespace":"team-a"},"data":{"NCCL_DEBUG":"INFO"}}"#,
+    br#"{"kind":"NetworkAttachmentDefinition","metadata":{"name":"sriov-net"}}"#,
+    b"not an object",
 ];
 
 /// Writes `bytes` under a name from their FNV-1a hash; 1 if the file is new.

@@ -26,7 +26,7 @@ pub const GCP: Cloud = Cloud {
     writes: &["networking.gke.io/", "devices.gke.io/"],
     machine_labels: &[],
     node_counts: false,
-    networks: &crate::preflight::NETWORK,
+    networks: &crate::cluster::NETWORK,
 };
 
 /// GKE's machine types with GPUDirect, their GPUs, the NICs their fabric uses, and the fabric

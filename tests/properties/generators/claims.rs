@@ -6,6 +6,8 @@ use proptest::sample::select;
 use serde_json::Value;
 use serde_json::json;
 
+use crate::generators::host::{REFUSALS, asked, missing};
+
 /// The classes a request may name: GPUs, a fabric, a channel, MIG, nothing.
 const CLASSES: [&str; 7] = [
     "gpu.nvidia.com",
@@ -103,7 +105,7 @@ pub(crate) enum ClaimAnswer {
     /// The object, with this spec (a template holds it at `spec.spec`).
     Object(Value),
     Missing,
-    Error,
+    Error(&'static str),
     Garbage(Vec<u8>),
 }
 
@@ -111,20 +113,21 @@ pub(crate) fn claim_answers() -> impl Strategy<Value = ClaimAnswer> {
     prop_oneof![
         6 => claim_spec().prop_map(ClaimAnswer::Object),
         1 => Just(ClaimAnswer::Missing),
-        1 => Just(ClaimAnswer::Error),
+        1 => select(REFUSALS.to_vec()).prop_map(ClaimAnswer::Error),
         1 => proptest::collection::vec(any::<u8>(), 0..48).prop_map(ClaimAnswer::Garbage),
-        1 => select(vec![r#"{"items":[{"metadata":{"name":7}}]}"#, r#"{"items":[{}]}"#, "[]"])
+        1 => select(vec![r#"{"metadata":{"name":7},"spec":{"spec":3}}"#, r#"{"spec":[]}"#, "[]", r#"{"metadata":{"name":"other"}}"#])
             .prop_map(|t| ClaimAnswer::Garbage(t.as_bytes().to_vec())),
     ]
 }
 
-/// The host's answer to a list `request`: `answer` for the claim kinds (the preflight's look for
-/// a `deviceClaim` template too gets it), the object present for the other kinds.
-pub(crate) fn claim_host_answer(answer: &ClaimAnswer, request: &[u8]) -> Option<Vec<u8>> {
-    let (request, name) = crate::generators::host::listed(request);
+/// The host's answer to a `get_resource` `request`: `answer` for the claim kinds (the
+/// preflight's look for a `deviceClaim` template too gets it), the object present for the other
+/// kinds.
+pub(crate) fn claim_host_answer(answer: &ClaimAnswer, request: &[u8]) -> Result<Vec<u8>, String> {
+    let (request, name) = asked(request);
     let kind = request["kind"].as_str().unwrap_or_default();
     if !kind.starts_with("ResourceClaim") {
-        return Some(list(json!([{"metadata": {"name": name}}])));
+        return Ok(object(&request, &name, None));
     }
     match answer {
         ClaimAnswer::Object(spec) => {
@@ -133,16 +136,20 @@ pub(crate) fn claim_host_answer(answer: &ClaimAnswer, request: &[u8]) -> Option<
             } else {
                 json!({"spec": spec})
             };
-            Some(list(json!([{"metadata": {"name": name}, "spec": spec}])))
+            Ok(object(&request, &name, Some(spec)))
         }
-        ClaimAnswer::Missing => Some(list(json!([]))),
-        ClaimAnswer::Error => None,
-        ClaimAnswer::Garbage(bytes) => Some(bytes.clone()),
+        ClaimAnswer::Missing => Err(missing(&request)),
+        ClaimAnswer::Error(words) => Err(words.to_string()),
+        ClaimAnswer::Garbage(bytes) => Ok(bytes.clone()),
     }
 }
 
-pub(crate) fn list(items: Value) -> Vec<u8> {
-    json!({"apiVersion": "resource.k8s.io/v1", "kind": "List", "metadata": {}, "items": items})
-        .to_string()
-        .into_bytes()
+/// The object `request` asks for, named `name`, with `spec`.
+pub(crate) fn object(request: &Value, name: &str, spec: Option<Value>) -> Vec<u8> {
+    let mut object = json!({"apiVersion": request["api_version"], "kind": request["kind"],
+        "metadata": {"name": name, "namespace": request["namespace"]}});
+    if let Some(spec) = spec {
+        object["spec"] = spec;
+    }
+    object.to_string().into_bytes()
 }
