@@ -158,9 +158,9 @@ pub fn run(launcher_env: &[(String, String)], options: &Options) -> Result<Run> 
 
     let ran = child::run(&argv, &env, bed.dir(), options.timeout)
         .map_err(|e| fail(ErrorKind::Start(e.to_string()), String::new()))?;
-    let launches = report::launches(&bed.launches_dir());
+    let (launches, broken) = report::launches(&bed.launches_dir());
     let failed = |kind: ErrorKind, output: String| Error {
-        launches: launches.clone().unwrap_or_default(),
+        launches: launches.clone(),
         ..fail(kind, output)
     };
     if ran.timed_out {
@@ -171,9 +171,9 @@ pub fn run(launcher_env: &[(String, String)], options: &Options) -> Result<Run> 
     }
     let ranks = report::ranks(&bed.ranks_dir(), options.hosts)
         .map_err(|e| failed(ErrorKind::Ranks(e), ran.output.clone()))?;
-    let launches = launches
-        .clone()
-        .map_err(|e| failed(ErrorKind::Ranks(e), ran.output.clone()))?;
+    if !broken.is_empty() {
+        return Err(failed(ErrorKind::Ranks(broken.join("; ")), ran.output));
+    }
     Ok(Run {
         ranks,
         launches,

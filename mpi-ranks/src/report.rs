@@ -80,16 +80,35 @@ pub fn environment(bytes: &[u8]) -> Result<BTreeMap<String, String>, String> {
     Ok(env)
 }
 
-/// The agent's records, one file per start: four fields, each ended by a NUL.
-pub fn launches(dir: &Path) -> Result<Vec<Launch>, String> {
+/// The agent's records, one file per start: four fields, each ended by a NUL. Those that are
+/// not whole (an agent killed as it wrote, when a job fails) are returned apart, as messages.
+pub fn launches(dir: &Path) -> (Vec<Launch>, Vec<String>) {
     let mut launches = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut broken = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => return (launches, vec![format!("{}: {e}", dir.display())]),
+    };
+    for entry in entries {
+        let path = match entry {
+            Ok(entry) => entry.path(),
+            Err(e) => {
+                broken.push(e.to_string());
+                continue;
+            }
+        };
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                broken.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
         let text = String::from_utf8_lossy(&bytes);
         let fields: Vec<&str> = text.split_terminator('\0').collect();
         let [host, parent, parent_command, command] = fields[..] else {
-            return Err(format!("{}: not four fields: {text:?}", path.display()));
+            broken.push(format!("{}: not four fields: {text:?}", path.display()));
+            continue;
         };
         launches.push(Launch {
             host: host.to_string(),
@@ -98,7 +117,7 @@ pub fn launches(dir: &Path) -> Result<Vec<Launch>, String> {
             command: command.to_string(),
         });
     }
-    Ok(launches)
+    (launches, broken)
 }
 
 #[cfg(test)]
