@@ -1,7 +1,9 @@
 //! The launcher as a child process: in an environment of exactly the given variables, in a
-//! session of its own, with a deadline. Every process of that session (the launcher, the agents,
-//! the daemons, the ranks) is killed when the launcher exits or the deadline passes: Open MPI
-//! puts each agent in a process group of its own, but none leaves the session.
+//! session of its own, with a deadline. Every process of the job is killed when the launcher
+//! exits or the deadline passes: those of its session (the launcher, the agents, Open MPI 4's
+//! daemons, the ranks; Open MPI puts each agent in a process group of its own, but none leaves
+//! the session), and those that name the bed's directory on their command line or work in it
+//! (Open MPI 5's daemons start sessions of their own, and outlive a failed job).
 
 use std::fs::{self, File};
 use std::io;
@@ -44,13 +46,13 @@ pub fn run(
             break (status, false);
         }
         if Instant::now() >= deadline {
-            kill_session(session);
+            kill_job(session, dir);
             break (child.wait()?, true);
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     // Daemons that outlive their launcher would hold ports and session directories.
-    kill_session(session);
+    kill_job(session, dir);
     let output = String::from_utf8_lossy(&fs::read(&output_path)?).into_owned();
     Ok(Ran {
         status,
@@ -59,10 +61,10 @@ pub fn run(
     })
 }
 
-/// Kills (SIGKILL) every process whose session is `session`, until none is left.
-fn kill_session(session: u32) {
+/// Kills (SIGKILL) every process of the job, until none is left.
+fn kill_job(session: u32, dir: &Path) {
     for _ in 0..50 {
-        let pids = in_session(session);
+        let pids = of_job(session, dir);
         if pids.is_empty() {
             return;
         }
@@ -76,15 +78,20 @@ fn kill_session(session: u32) {
     }
 }
 
-/// The processes of a session, read from `/proc/<pid>/stat` (whose sixth field is the session,
-/// counted after the command name in parentheses, which may hold spaces). Zombies are left out:
-/// they are dead already, and gone once their parent reaps them.
-fn in_session(session: u32) -> Vec<u32> {
+/// The live processes of the job: in the session `session` (the sixth field of
+/// `/proc/<pid>/stat`, counted after the command name in parentheses, which may hold spaces),
+/// or working in `dir`, or naming it on their command line. Zombies are left out: they are dead
+/// already, and gone once their parent reaps them.
+fn of_job(session: u32, dir: &Path) -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let own = std::process::id();
+    // A file of the bed: the directory alone would also match `<dir>0`, another run's.
+    let needle = format!("{}/", dir.display()).into_bytes();
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own)
         .filter(|pid| {
             let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 return false;
@@ -92,9 +99,15 @@ fn in_session(session: u32) -> Vec<u32> {
             let Some((_, rest)) = stat.rsplit_once(')') else {
                 return false;
             };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
             // state ppid pgrp session
-            fields.len() > 3 && fields[0] != "Z" && fields[3] == session.to_string()
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.len() < 4 || fields[0] == "Z" {
+                return false;
+            }
+            fields[3] == session.to_string()
+                || fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+                || fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle.as_slice()))
         })
         .collect()
 }

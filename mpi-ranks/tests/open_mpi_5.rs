@@ -180,8 +180,36 @@ fn with_the_default_radix_prtes_launch_agent_fails_from_the_65th_host_on() {
         (second[0].parent_vpid(), second[0].vpid()),
         (Some(1), Some(65))
     );
+    // prted starts a session of its own; none outlives the failed job.
+    let bed = err
+        .command
+        .split(' ')
+        .find(|w| w.ends_with("/hostfile"))
+        .unwrap();
+    let bed = bed.trim_end_matches("hostfile");
+    assert!(live_naming(bed).is_empty(), "{:?}", live_naming(bed));
     assert!(
         second[0].command.contains(";env A --allow-run-as-root "),
         "{err}"
     );
+}
+
+/// The live processes whose command line names `text`.
+fn live_naming(text: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let dir = entry.ok()?.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_string();
+            let cmdline = String::from_utf8_lossy(&std::fs::read(dir.join("cmdline")).ok()?)
+                .replace('\0', " ");
+            (state != "Z" && cmdline.contains(text)).then_some(cmdline)
+        })
+        .collect()
 }
