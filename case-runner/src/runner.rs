@@ -18,7 +18,7 @@ use crate::{Response, SettingsResponse, checked_claims, checked_patch};
 /// error, a panic).
 pub trait Answerer {
     /// `validate` on `payload`, with `host` answering the host calls the policy makes
-    /// (`kubewarden`/`kubernetes`/`list_resources_by_namespace` for the preflight).
+    /// (`kubewarden`/`kubernetes`/`get_resource` for every read of the cluster).
     fn validate(&self, payload: &[u8], host: &HostFn) -> Result<Vec<u8>>;
 
     /// `validate_settings` on `payload`.
