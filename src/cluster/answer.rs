@@ -122,10 +122,10 @@ pub(super) fn meaning(
         Err(error) => return Err(Unread::Refused(Refusal::of(&error))),
     };
     // The object itself, named `name` where it says its name.
-    let object = read_members(&text).map_err(|_| Unread::Unreadable)?;
     if !text.trim_start().starts_with('{') {
         return Err(Unread::Unreadable);
     }
+    let object = read_members(&text).map_err(|_| Unread::Unreadable)?;
     let named = object
         .get("metadata")
         .map(members)
