@@ -7,8 +7,8 @@ use serde_yaml::{Mapping, Value};
 
 use crate::dra::MRDMA_CLASS;
 use crate::input::Cluster;
-use crate::plan::Written;
 use crate::shape::Shape;
+use crate::write::Written;
 
 /// Each fabric's networks key, and how many networks it takes.
 const NETWORKS: [(&str, Option<&str>, usize, usize); 3] = [
@@ -43,8 +43,13 @@ pub fn fabric_of(s: &Shape) -> Option<&'static str> {
     by_machine.or_else(by_model).map(|f| f.name)
 }
 
-pub fn block(out: &mut Written, body: &mut Mapping, cluster: &Cluster, shapes: &[Shape]) {
-    let main = &shapes[0];
+pub fn block(
+    out: &mut Written,
+    body: &mut Mapping,
+    cluster: &Cluster,
+    shapes: &[Shape],
+    main: &Shape,
+) {
     match fabric_of(main) {
         Some(fabric) => {
             body.insert("fabric".into(), fabric.into());
