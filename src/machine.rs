@@ -9,22 +9,11 @@ use crate::error::{Error, join};
 use crate::json::object::Object;
 use crate::layers::Overlay;
 use crate::merge::{Read, expect_read};
-use crate::placement::{INSTANCE_TYPE_LABELS, LabelSource, labelled};
+use crate::placement::{Candidate, INSTANCE_TYPE_LABELS, LabelSource, labelled};
 use crate::settings::{CloudSettings, Row};
 use pool::pooled;
 
 mod pool;
-
-/// A machine the pod may run on: a row key (an instance type) with its row where the table has
-/// one, or a node pool the settings do not map, which may hold any machine.
-#[derive(Debug)]
-pub struct Candidate<'a> {
-    /// The row key, or the unmapped pool's name (its label's value).
-    pub name: Cow<'a, str>,
-    pub row: Option<Row<'a>>,
-    /// The label of the unmapped pool `name` is.
-    pub pool: Option<String>,
-}
 
 /// What the pod's spec says about the node it will run on: its candidate machines and what they
 /// agree on (a vendor's row is a [`crate::clouds::Machine`]).

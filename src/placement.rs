@@ -11,17 +11,27 @@ use serde_json::value::RawValue;
 
 use crate::json::lenient::{items, members, string};
 use crate::json::object::Object;
-use crate::machine::Candidate;
 use crate::merge::{Read, expect_read};
 use crate::profile::{Device, DeviceCount};
 use crate::ratio::Ratio;
-use crate::settings::CloudSettings;
+use crate::settings::{CloudSettings, Row};
 
 /// The node labels that name an instance type, the current one first.
 pub const INSTANCE_TYPE_LABELS: [&str; 2] = [
     "node.kubernetes.io/instance-type",
     "beta.kubernetes.io/instance-type",
 ];
+
+/// A machine the pod may run on: a row key (an instance type) with its row where the table has
+/// one, or a node pool the settings do not map, which may hold any machine.
+#[derive(Debug)]
+pub struct Candidate<'a> {
+    /// The row key, or the unmapped pool's name (its label's value).
+    pub name: Cow<'a, str>,
+    pub row: Option<Row<'a>>,
+    /// The label of the unmapped pool `name` is.
+    pub pool: Option<String>,
+}
 
 /// What the pod's instance types decide for its devices.
 #[derive(Debug)]

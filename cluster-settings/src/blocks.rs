@@ -1,7 +1,7 @@
-//! The block of a device-plugin cloud (`aws`, `azure`, `oci`) or of the `rdma` kind, from the
-//! largest group of GPU nodes: its device, how a pod asks for it (per GPU, per container, per
-//! rail, none) and its Multus network, each with a comment saying what it was read from. GKE's
-//! block is `gcp.rs`'s.
+//! The block of a device-plugin cloud (`aws`, `azure`, `oci`) or of the `rdma` kind, for the pods
+//! that name neither machine nor pool ([`crate::fallback`]): its device, how a pod asks for it (per
+//! GPU, the fewest of the nodes that offer it; per container; per rail; none) and its Multus
+//! network, each with a comment saying what it was read from. GKE's block is `gcp.rs`'s.
 
 use serde_yaml::{Mapping, Value};
 
