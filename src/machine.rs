@@ -1,5 +1,6 @@
-//! The pod's machine (behaviour.md §3.7): the instance types its spec names, else the GPU model it
-//! names on GKE, each looked up in the cloud's instance table; what they agree on decides the
+//! The pod's machine (behaviour.md §3.7): the instance types its spec names, else the machines of
+//! the node pools it selects ([`pool`]), else the GPU model it names on GKE, each looked up in the
+//! cloud's instance table; what they agree on decides the
 //! fabric and the row that changes the injection, and what they cannot agree on is a warning.
 
 use std::borrow::Cow;

@@ -118,16 +118,7 @@ pub fn block(
         );
     }
     if cluster.has_class(MRDMA_CLASS) {
-        let mut claim = Mapping::new();
-        claim.insert("template".into(), "default-rdma".into());
-        claim.insert("name".into(), "rdma".into());
-        rdma.insert("deviceClaim".into(), Value::Mapping(claim));
-        out.note(
-            &["gcp", "rdma", "deviceClaim"],
-            format!(
-                "The DeviceClass {MRDMA_CLASS} (GKE managed DRANET): the RDMA NICs through a claim (gcp-dranet.yaml). Create the template of deploy/gcp/dra/default-rdma.yaml in every training namespace."
-            ),
-        );
+        dranet_claim(out, &mut rdma);
     }
     for (key, sub) in [("tcpx", tcpx), ("rdma", rdma)] {
         if !sub.is_empty() {
@@ -149,4 +140,18 @@ fn fabric_networks(fabric: &str, networks: &[String]) -> Vec<String> {
         return rdma;
     }
     networks.to_vec()
+}
+
+/// GKE managed DRANET's claim of the RDMA NICs (gcp-dranet.yaml), into the `rdma` block.
+fn dranet_claim(out: &mut Written, rdma: &mut Mapping) {
+    let mut claim = Mapping::new();
+    claim.insert("template".into(), "default-rdma".into());
+    claim.insert("name".into(), "rdma".into());
+    rdma.insert("deviceClaim".into(), Value::Mapping(claim));
+    out.note(
+        &["gcp", "rdma", "deviceClaim"],
+        format!(
+            "The DeviceClass {MRDMA_CLASS} (GKE managed DRANET): the RDMA NICs through a claim (gcp-dranet.yaml). Create the template of deploy/gcp/dra/default-rdma.yaml in every training namespace."
+        ),
+    );
 }
