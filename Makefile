@@ -85,12 +85,12 @@ manifests:
 deploy-manifests:
 	$(CARGO) run --locked -q -p manifests -- --write-deploy
 
-# Settings from the cluster: what `kubectl get nodes -o json` (and the NetworkAttachmentDefinitions'
-# and DeviceClasses' lists) printed, in files separated by spaces (`-`: standard input), read into
-# the settings for that cluster, printed on standard output with comments (README, "Choose the settings").
+# Settings from the cluster: what `kubectl get nodes -o json` (and the NetworkAttachmentDefinitions',
+# DeviceClasses' and CustomResourceDefinitions' lists) printed, in files separated by spaces (`-`:
+# standard input), read into the settings for that cluster, printed on standard output with comments (README, "Choose the settings").
 .PHONY: settings
 settings:
-	@test -n "$(CLUSTER)" || { echo 'make settings: give the files, CLUSTER="nodes.json [nads.json] [deviceclasses.json]" (- for standard input)' >&2; exit 2; }
+	@test -n "$(CLUSTER)" || { echo 'make settings: give the files, CLUSTER="nodes.json [nads.json] [deviceclasses.json] [crds.json]" (- for standard input)' >&2; exit 2; }
 	$(CARGO) run --locked -q -p cluster-settings -- $(CLUSTER)
 
 # Benchmarks (not tests): the policy against a baseline module on the same SDK (BENCHMARKS.md).

@@ -53,8 +53,8 @@ pub struct Domain {
 
 /// Why a pod cannot have its channel.
 enum Lacking<'a> {
-    /// The pod has no label `fromLabel` names.
-    NoLabel,
+    /// The pod has none of the labels `fromLabel` names (how many it names).
+    NoLabel(usize),
     /// The label's value names no ComputeDomain.
     NotAName(&'a str),
     /// The domain could not be read, or does not exist (`Unreadable`: the answer is not the
@@ -87,14 +87,20 @@ pub fn channel(
     };
     match setting {
         ComputeDomain::Named(name) => asked.name = Cow::Borrowed(name.as_ref()),
-        ComputeDomain::FromLabel(key) => {
-            asked.label = Some(key.as_ref());
-            match label_value(pod, key) {
-                Some(value) if is_dns1123_subdomain(&value) => asked.name = value,
-                Some(value) => return asked.without(Lacking::NotAName(&value)),
-                None => return asked.without(Lacking::NoLabel),
+        ComputeDomain::FromLabel(keys) => match first_label(pod, keys) {
+            Some((key, value)) => {
+                asked.label = Some(Cow::Borrowed(key));
+                if !is_dns1123_subdomain(&value) {
+                    return asked.without(Lacking::NotAName(&value));
+                }
+                asked.name = value;
             }
-        }
+            None => {
+                let keys: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
+                asked.label = Some(Cow::Owned(keys.join(", ")));
+                return asked.without(Lacking::NoLabel(keys.len()));
+            }
+        },
     }
     let template = cluster
         .get(&COMPUTE_DOMAIN, None, &asked.name)
@@ -122,8 +128,17 @@ pub fn channel(
 struct Asked<'s> {
     namespace: &'s str,
     name: Cow<'s, str>,
-    label: Option<&'s str>,
+    label: Option<Cow<'s, str>>,
     mode: Mode,
+}
+
+/// The first of the labels `keys` the pod carries, and its value.
+fn first_label<'k, 'a>(
+    pod: &Object<'a>,
+    keys: &'k [Cow<'_, str>],
+) -> Option<(&'k str, Cow<'a, str>)> {
+    keys.iter()
+        .find_map(|key| Some((key.as_ref(), label_value(pod, key)?)))
 }
 
 /// The value of the pod's label `key`, where it is a string.
@@ -156,15 +171,21 @@ impl Asked<'_> {
             "" => format!("ComputeDomain {name}"),
             namespace => format!("ComputeDomain {namespace}/{name}"),
         };
-        let by_label = self.label.map_or_else(String::new, |key| {
+        let by_label = self.label.as_ref().map_or_else(String::new, |key| {
             format!(" (named by the pod's label {key})")
         });
-        let key = self.label.unwrap_or_default();
+        let key = self.label.as_deref().unwrap_or_default();
         let label_it = "give the job's pods that label, naming a ComputeDomain of their namespace";
         let (what, then) = match lacking {
-            Lacking::NoLabel => (
+            Lacking::NoLabel(1) => (
                 format!(
                     "the pod has no label {key}, whose value names its job's ComputeDomain (computeDomain.fromLabel)"
+                ),
+                label_it.to_string(),
+            ),
+            Lacking::NoLabel(_) => (
+                format!(
+                    "the pod has none of the labels {key}, whose first the pod carries names its job's ComputeDomain (computeDomain.fromLabel)"
                 ),
                 label_it.to_string(),
             ),
@@ -198,7 +219,7 @@ impl Asked<'_> {
         };
         let refusable = matches!(
             lacking,
-            Lacking::NoLabel | Lacking::NotAName(_) | Lacking::Unread(Unread::Missing)
+            Lacking::NoLabel(_) | Lacking::NotAName(_) | Lacking::Unread(Unread::Missing)
         );
         if self.mode == Mode::Reject && refusable {
             return Err(Error::Preflight {

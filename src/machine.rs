@@ -1,24 +1,28 @@
-//! The pod's machine (behaviour.md §3.7): the instance types its spec names, else the GPU model it
-//! names on GKE, each looked up in the cloud's instance table; what they agree on decides the
+//! The pod's machine (behaviour.md §3.7): the instance types its spec names, else the machines of
+//! the node pools it selects ([`pool`]), else the GPU model it names on GKE, each looked up in the
+//! cloud's instance table; what they agree on decides the
 //! fabric and the row that changes the injection, and what they cannot agree on is a warning.
 
 use std::borrow::Cow;
 
-use crate::clouds::{ACCELERATOR_LABEL, Cloud, Fabric};
+use crate::clouds::{ACCELERATOR_LABEL, Fabric};
 use crate::error::{Error, join};
 use crate::json::object::Object;
 use crate::layers::Overlay;
 use crate::merge::{Read, expect_read};
-use crate::placement::{INSTANCE_TYPE_LABELS, LabelSource, labelled};
+use crate::placement::{Candidate, INSTANCE_TYPE_LABELS, LabelSource, labelled};
 use crate::settings::{CloudSettings, Row};
+use pool::pooled;
+
+mod pool;
 
 /// What the pod's spec says about the node it will run on: its candidate machines and what they
 /// agree on (a vendor's row is a [`crate::clouds::Machine`]).
 #[derive(Debug)]
 pub struct NodeFacts<'a> {
-    /// The instance types it names, each with its row where the table has one; empty when it
-    /// names none.
-    pub rows: Vec<(Cow<'a, str>, Option<Row<'a>>)>,
+    /// The machines it names (its instance types, or its pools' machines and unmapped pools),
+    /// each with its row where the table has one; empty when it names none.
+    pub rows: Vec<Candidate<'a>>,
     /// The fabric to inject; `None` when none can be (the warnings say why).
     pub fabric: Option<&'static Fabric>,
     /// The rows' layer of settings: what all of them set alike.
@@ -35,7 +39,7 @@ pub struct NodeFacts<'a> {
     pub dra_without: &'static [&'static str],
     /// The one machine the pod names, where the table has its row, and where the spec names it:
     /// the record's `machine` (behaviour.md §2.1).
-    pub named: Option<(Cow<'a, str>, LabelSource)>,
+    pub named: Option<(Cow<'a, str>, LabelSource<'a>)>,
     pub warnings: Vec<String>,
 }
 
@@ -47,13 +51,22 @@ pub fn of<'a>(
     spec: &Object<'_>,
     own_claim: bool,
 ) -> Result<NodeFacts<'a>, Error> {
-    let named = candidates(settings.cloud, spec);
-    let mut rows = Vec::with_capacity(named.types.len());
+    let named = candidates(settings, spec);
+    let mut rows = Vec::with_capacity(named.types.len() + named.pools.len());
     for name in named.types {
         let row = settings.row(&name)?;
-        rows.push((name, row));
+        rows.push(Candidate {
+            name,
+            row,
+            pool: None,
+        });
     }
-    let known: Vec<&Row<'a>> = rows.iter().filter_map(|(_, row)| row.as_ref()).collect();
+    rows.extend(named.pools.into_iter().map(|(label, value)| Candidate {
+        name: Cow::Owned(value),
+        row: None,
+        pool: Some(label),
+    }));
+    let known: Vec<&Row<'a>> = rows.iter().filter_map(|c| c.row.as_ref()).collect();
     let every_one_known =
         known.len() == rows.len() && named.fabric_only.iter().all(Option::is_some);
     let overlay = if every_one_known {
@@ -79,7 +92,7 @@ pub fn of<'a>(
     let without_nvlink = known.iter().any(|row| row.nvlink == Some(false))
         || named.fabric_only.iter().any(Option::is_some);
     let named = match (rows.as_slice(), named.fabric_only.is_empty(), named.source) {
-        ([(name, Some(_))], true, Some(source)) => Some((name.clone(), source)),
+        ([one], true, Some(source)) if one.row.is_some() => Some((one.name.clone(), source)),
         _ => None,
     };
     Ok(NodeFacts {
@@ -96,29 +109,42 @@ pub fn of<'a>(
     })
 }
 
-/// The machines a pod's spec names: instance types, or GPU models that name a machine or only
-/// its fabric (`None`: a model the policy does not know).
+/// The machines a pod's spec names: instance types, or its pools' machines and the pools the
+/// settings do not map (`(label, value)`), or GPU models that name a machine or only its fabric
+/// (`None`: a model the policy does not know).
 struct Candidates<'a> {
     types: Vec<Cow<'a, str>>,
+    pools: Vec<(String, String)>,
     fabric_only: Vec<Option<&'static Fabric>>,
-    source: Option<LabelSource>,
+    source: Option<LabelSource<'a>>,
 }
 
-fn candidates<'a>(cloud: &Cloud, spec: &Object<'_>) -> Candidates<'a> {
+/// The pod's candidate machines (behaviour.md §3.7): its instance types, else its node pools'
+/// machines, else its GPU model's.
+fn candidates<'a>(settings: &CloudSettings<'a>, spec: &Object<'_>) -> Candidates<'a> {
+    let cloud = settings.cloud;
     // The instance type first, then the labels by which the cloud's rows may name a machine.
     let labels: Vec<&'static str> = INSTANCE_TYPE_LABELS
         .iter()
         .chain(cloud.machine_labels)
         .copied()
         .collect();
-    let (types, mut source) = labelled(spec, &labels);
+    let (types, source) = labelled(spec, &labels);
+    let mut source: Option<LabelSource<'a>> = source;
     let mut types: Vec<Cow<'a, str>> = types
         .into_iter()
         .map(|name| Cow::Owned(name.into_owned()))
         .collect();
+    let mut pools = Vec::new();
+    if types.is_empty() {
+        let by_pool = pooled(&settings.pools, spec);
+        if by_pool.source.is_some() {
+            (types, pools, source) = (by_pool.machines, by_pool.unknown, by_pool.source);
+        }
+    }
     // Where no instance type is named, the GPU model may name the machine, or only its fabric.
     let mut fabric_only = Vec::new();
-    if types.is_empty() && !cloud.accelerators.is_empty() {
+    if types.is_empty() && pools.is_empty() && !cloud.accelerators.is_empty() {
         let (models, from) = labelled(spec, &[ACCELERATOR_LABEL]);
         source = from;
         for label in models {
@@ -134,6 +160,7 @@ fn candidates<'a>(cloud: &Cloud, spec: &Object<'_>) -> Candidates<'a> {
     }
     Candidates {
         types,
+        pools,
         fabric_only,
         source,
     }
@@ -143,14 +170,14 @@ fn candidates<'a>(cloud: &Cloud, spec: &Object<'_>) -> Candidates<'a> {
 /// settings'. Candidates of different fabrics get none, and a warning.
 fn one_fabric(
     settings: &CloudSettings<'_>,
-    rows: &[(Cow<'_, str>, Option<Row<'_>>)],
+    rows: &[Candidate<'_>],
     fabric_only: &[Option<&'static Fabric>],
     warnings: &mut Vec<String>,
 ) -> Option<&'static Fabric> {
     let unsettled = settings.fabric(&Overlay::default());
     let rows = rows
         .iter()
-        .map(|(_, row)| row.as_ref().and_then(|row| row.overlay.fabric));
+        .map(|c| c.row.as_ref().and_then(|row| row.overlay.fabric));
     let mut fabrics: Vec<&'static Fabric> = Vec::new();
     for fabric in rows.chain(fabric_only.iter().copied()) {
         let fabric = fabric.unwrap_or(unsettled);

@@ -22,6 +22,17 @@ pub const INSTANCE_TYPE_LABELS: [&str; 2] = [
     "beta.kubernetes.io/instance-type",
 ];
 
+/// A machine the pod may run on: a row key (an instance type) with its row where the table has
+/// one, or a node pool the settings do not map, which may hold any machine.
+#[derive(Debug)]
+pub struct Candidate<'a> {
+    /// The row key, or the unmapped pool's name (its label's value).
+    pub name: Cow<'a, str>,
+    pub row: Option<Row<'a>>,
+    /// The label of the unmapped pool `name` is.
+    pub pool: Option<String>,
+}
+
 /// What the pod's instance types decide for its devices.
 #[derive(Debug)]
 pub struct Placement {
@@ -33,11 +44,11 @@ pub struct Placement {
 }
 
 /// Where a pod's spec names the values of a label: the field (`nodeSelector` or `affinity`, its
-/// required node affinity) and the label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LabelSource {
+/// required node affinity) and the label (a pool's may be one the settings name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelSource<'a> {
     pub field: &'static str,
-    pub label: &'static str,
+    pub label: Cow<'a, str>,
 }
 
 /// The values of `labels` (the first a node selector has, else the union over the required node
@@ -46,7 +57,7 @@ pub struct LabelSource {
 pub fn labelled<'a>(
     spec: &Object<'a>,
     labels: &[&'static str],
-) -> (Vec<Cow<'a, str>>, Option<LabelSource>) {
+) -> (Vec<Cow<'a, str>>, Option<LabelSource<'static>>) {
     let raw = |key| {
         expect_read(spec, key, Read::Text);
         spec.get(key).and_then(|node| node.raw())
@@ -57,6 +68,7 @@ pub fn labelled<'a>(
             .find_map(|label| Some((*label, selector.get(label).and_then(string)?)))
         {
             let field = "nodeSelector";
+            let label = Cow::Borrowed(label);
             return (vec![named], Some(LabelSource { field, label }));
         }
     }
@@ -70,13 +82,8 @@ pub fn labelled<'a>(
 fn required_types<'r>(
     affinity: &'r RawValue,
     labels: &[&'static str],
-) -> (Vec<Cow<'r, str>>, Option<LabelSource>) {
-    let member = |object, key| members(object).get(key);
-    let terms = member(affinity, "nodeAffinity")
-        .and_then(|node| member(node, "requiredDuringSchedulingIgnoredDuringExecution"))
-        .and_then(|required| member(required, "nodeSelectorTerms"))
-        .map(items)
-        .unwrap_or_default();
+) -> (Vec<Cow<'r, str>>, Option<LabelSource<'static>>) {
+    let terms = required_terms(affinity);
     let mut union: Vec<Cow<'_, str>> = Vec::new();
     let mut source = None;
     for term in terms {
@@ -86,7 +93,7 @@ fn required_types<'r>(
         if !allowed.is_empty() {
             source.get_or_insert(LabelSource {
                 field: "affinity",
-                label,
+                label: Cow::Borrowed(label),
             });
         }
         for name in allowed {
@@ -98,79 +105,78 @@ fn required_types<'r>(
     (union, source)
 }
 
+/// The terms of a required node affinity.
+pub(crate) fn required_terms(affinity: &RawValue) -> Vec<&RawValue> {
+    let member = |object, key| members(object).get(key);
+    member(affinity, "nodeAffinity")
+        .and_then(|node| member(node, "requiredDuringSchedulingIgnoredDuringExecution"))
+        .and_then(|required| member(required, "nodeSelectorTerms"))
+        .map(items)
+        .unwrap_or_default()
+}
+
+/// The `In` expressions of one term on `labels`, in order: each label's index and the values it
+/// allows.
+pub(crate) fn term_entries<'r, L: AsRef<str>>(
+    term: &'r RawValue,
+    labels: &[L],
+) -> Vec<(usize, Vec<Cow<'r, str>>)> {
+    let expressions = members(term).get("matchExpressions").map(items);
+    let mut entries = Vec::new();
+    for expression in expressions.unwrap_or_default() {
+        let expression = members(expression);
+        let key = expression.get("key").and_then(string);
+        let operator = expression.get("operator").and_then(string);
+        let Some(at) = labels
+            .iter()
+            .position(|l| key.as_deref() == Some(l.as_ref()))
+        else {
+            continue;
+        };
+        if operator.as_deref() != Some("In") {
+            continue;
+        }
+        let values = expression.get("values").map(items).unwrap_or_default();
+        entries.push((at, values.into_iter().filter_map(string).collect()));
+    }
+    entries
+}
+
 /// The types one term allows, the intersection of its `In` expressions on the labels, and the
 /// label of its first such expression; `None` when it has none.
 fn term_types<'r>(
     term: &'r RawValue,
     labels: &[&'static str],
 ) -> Option<(Vec<Cow<'r, str>>, &'static str)> {
-    let expressions = members(term).get("matchExpressions").map(items)?;
-    let mut allowed: Option<(Vec<Cow<'_, str>>, &'static str)> = None;
-    for expression in expressions {
-        let expression = members(expression);
-        let key = expression.get("key").and_then(string);
-        let operator = expression.get("operator").and_then(string);
-        let Some(label) = labels.iter().find(|l| key.as_deref() == Some(**l)) else {
-            continue;
-        };
-        if operator.as_deref() != Some("In") {
-            continue;
-        }
-        let values: Vec<Cow<'_, str>> = expression
-            .get("values")
-            .map(items)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(string)
-            .collect();
-        allowed = Some(match allowed {
-            None => (values, *label),
-            Some((before, first)) => (
-                before.into_iter().filter(|v| values.contains(v)).collect(),
-                first,
-            ),
-        });
+    let mut entries = term_entries(term, labels).into_iter();
+    let (first, mut allowed) = entries.next()?;
+    for (_, values) in entries {
+        allowed.retain(|v| values.contains(v));
     }
-    allowed
+    Some((allowed, labels[first]))
 }
 
-/// What the named types, with their `rows`, decide for the profile's `device`.
+/// What the named machines, with their `rows`, decide for the profile's `device`.
 pub fn place(
     settings: &CloudSettings<'_>,
     device: &Device<'_>,
-    rows: &[(Cow<'_, str>, Option<Row<'_>>)],
+    rows: &[Candidate<'_>],
 ) -> Placement {
     let resource = Some(device.resource.as_ref());
     let plugin = settings.cloud.plugin;
     let mut warnings = Vec::new();
     let worths: Vec<Option<Ratio>> = rows
         .iter()
-        .map(|(_, row)| row.as_ref().and_then(|row| row.per_gpu(resource, plugin)))
+        .map(|c| c.row.as_ref().and_then(|row| row.per_gpu(resource, plugin)))
         .collect();
     let count = match device.count {
         DeviceCount::PerContainer(n) => DeviceCount::PerContainer(n),
         DeviceCount::PerGpu(setting) if rows.is_empty() => DeviceCount::PerGpu(setting),
         DeviceCount::PerGpu(setting) => {
-            let unknown: Vec<&Cow<'_, str>> = rows
-                .iter()
-                .zip(&worths)
-                .filter(|(_, worth)| worth.is_none())
-                .map(|((name, _), _)| name)
-                .collect();
             // With no table at all the setting is the cluster's one count, as in the chart:
-            // only a table that lacks the type is worth a warning.
-            if !unknown.is_empty() && settings.counts(resource) {
-                let (named, it) = match unknown.len() {
-                    1 => (format!("type {} has", quoted(&unknown)), "it"),
-                    _ => (format!("types {} have", quoted(&unknown)), "them"),
-                };
-                warnings.push(format!(
-                    "multi-node networking: instance {named} no entry for {} in the policy's table; requested {setting} per GPU ({}.{}); add {it} under {}.instanceTypes",
-                    device.resource,
-                    device.cloud,
-                    device.per_gpu_key,
-                    device.cloud,
-                ));
+            // only a table that lacks the machine is worth a warning.
+            if settings.counts(resource) {
+                warnings.extend(unknown_warnings(device, setting, rows, &worths));
             }
             let worth = |i: usize| worths[i].unwrap_or(setting);
             // The first of the smallest, so that the answer does not depend on ties.
@@ -181,7 +187,7 @@ pub fn place(
                 }
             }
             if rows.len() > 1 {
-                let why = match (&rows[smallest].1, worths[smallest]) {
+                let why = match (&rows[smallest].row, worths[smallest]) {
                     (Some(row), Some(_)) => format!(
                         "{:?}: {} per {} GPUs",
                         row.name,
@@ -190,10 +196,9 @@ pub fn place(
                     ),
                     _ => format!("{setting} per GPU"),
                 };
-                let names: Vec<&Cow<'_, str>> = rows.iter().map(|(name, _)| name).collect();
                 warnings.push(format!(
                     "multi-node networking: the pod may run on instance types {}; requested {} for the smallest count per GPU among them ({why}) so that it fits on each",
-                    quoted(&names),
+                    quoted(rows),
                     device.resource,
                 ));
             }
@@ -202,8 +207,8 @@ pub fn place(
     };
     let known = rows
         .iter()
-        .filter_map(|(_, row)| {
-            let row = row.as_ref()?;
+        .filter_map(|c| {
+            let row = c.row.as_ref()?;
             row.per_gpu(resource, plugin)?;
             Some((row.name.to_string(), row.devices(resource, plugin)?))
         })
@@ -213,6 +218,42 @@ pub fn place(
         known,
         warnings,
     }
+}
+
+/// The warnings for named machines the table does not count: the instance types in one, each
+/// node pool the settings do not map in one of its own.
+fn unknown_warnings(
+    device: &Device<'_>,
+    setting: Ratio,
+    rows: &[Candidate<'_>],
+    worths: &[Option<Ratio>],
+) -> Vec<String> {
+    let unknown = || rows.iter().zip(worths).filter(|(_, w)| w.is_none());
+    let (cloud, key) = (device.cloud, device.per_gpu_key);
+    let types: Vec<&Candidate<'_>> = unknown()
+        .map(|(c, _)| c)
+        .filter(|c| c.pool.is_none())
+        .collect();
+    let mut warnings = Vec::new();
+    if !types.is_empty() {
+        let (named, it) = match types.len() {
+            1 => (format!("type {} has", quoted(&types)), "it"),
+            _ => (format!("types {} have", quoted(&types)), "them"),
+        };
+        warnings.push(format!(
+            "multi-node networking: instance {named} no entry for {} in the policy's table; requested {setting} per GPU ({cloud}.{key}); add {it} under {cloud}.instanceTypes",
+            device.resource,
+        ));
+    }
+    for (c, _) in unknown() {
+        if let Some(label) = &c.pool {
+            warnings.push(format!(
+                "multi-node networking: node pool {:?} ({label}) has no entry in {cloud}.pools; requested {setting} per GPU ({cloud}.{key}); add it under {cloud}.pools[{label}] with its machine, and that machine under {cloud}.instanceTypes if the policy does not know it",
+                c.name
+            ));
+        }
+    }
+    warnings
 }
 
 /// The warnings for known types whose nodes have fewer devices than the pod requests in all.
@@ -229,14 +270,18 @@ pub fn over_capacity(placement: &Placement, resource: &str, devices: u64) -> Vec
         .collect()
 }
 
-/// `"a", "b"`
-fn quoted(names: &[&Cow<'_, str>]) -> String {
+/// `"a", "b"`; a node pool the settings do not map as `"p" (node pool of <label>)`.
+fn quoted<'c, C: std::borrow::Borrow<Candidate<'c>>>(names: &[C]) -> String {
     let mut quoted = String::new();
-    for (at, name) in names.iter().enumerate() {
+    for (at, c) in names.iter().enumerate() {
+        let c = c.borrow();
         if at > 0 {
             quoted.push_str(", ");
         }
-        quoted.push_str(&format!("{name:?}"));
+        quoted.push_str(&format!("{:?}", c.name));
+        if let Some(label) = &c.pool {
+            quoted.push_str(&format!(" (node pool of {label})"));
+        }
     }
     quoted
 }

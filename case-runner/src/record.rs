@@ -199,7 +199,7 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
             .collect::<Result<_>>()?,
         Some(other) => bail!("rails {other} beside device {}", record["device"]),
     };
-    check_machine(&record["machine"], &expected["spec"])?;
+    check_machine(&record["machine"], &expected["spec"], &pools_of(settings))?;
 
     let containers = record["containers"]
         .as_object()
@@ -277,8 +277,31 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// `machine`: null, or the name and where the expected pod's spec names it.
-fn check_machine(machine: &Value, spec: &Value) -> Result<()> {
+/// The node pool labels (behaviour.md §3.5): those every cloud knows, written again here from the
+/// contract rather than taken from the policy.
+const POOL_LABELS: [&str; 6] = [
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "cloud.google.com/gke-nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+    "oke.oraclecloud.com/pool.name",
+];
+
+/// Every block's `pools` of `settings`, merged: label → value → machines.
+fn pools_of(settings: &Value) -> Value {
+    let mut pools = serde_json::Map::new();
+    for cloud in CLOUDS {
+        if let Some(table) = settings[cloud]["pools"].as_object() {
+            pools.extend(table.clone());
+        }
+    }
+    Value::Object(pools)
+}
+
+/// `machine`: null, or the name and where the expected pod's spec names it: by the label's
+/// value, or through the settings' `pools` by a pool label's.
+fn check_machine(machine: &Value, spec: &Value, pools: &Value) -> Result<()> {
     if machine.is_null() {
         return Ok(());
     }
@@ -291,8 +314,9 @@ fn check_machine(machine: &Value, spec: &Value) -> Result<()> {
     let (field, label) = from
         .split_once(' ')
         .with_context(|| format!("machine.from {from} is not `<field> <label>`"))?;
+    let pool = POOL_LABELS.contains(&label) || pools.get(label).is_some();
     ensure!(
-        MACHINE_LABELS.contains(&label),
+        MACHINE_LABELS.contains(&label) || pool,
         "machine.from names {label}"
     );
     let values: Vec<&str> = match field {
@@ -312,6 +336,12 @@ fn check_machine(machine: &Value, spec: &Value) -> Result<()> {
     // A GPU model names its machine through the policy's table; an instance type is the name.
     let named = if label.ends_with("gke-accelerator") {
         !values.is_empty()
+    } else if pool {
+        values.iter().any(|value| match &pools[label][value] {
+            Value::String(one) => one == name,
+            Value::Array(several) => several.iter().any(|m| m == name),
+            _ => false,
+        })
     } else {
         values.contains(&name)
     };

@@ -4,6 +4,9 @@
 
 use serde_yaml::Value;
 
+/// The most GPUs a row may give a node (behaviour.md §1.2).
+pub const MAX_GPUS: u64 = 64;
+
 /// D/P as the settings' per-GPU value.
 pub fn per_gpu(devices: u64, gpus: u64) -> Value {
     let gpus = gpus.max(1);

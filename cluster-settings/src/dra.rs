@@ -6,8 +6,9 @@
 use serde_yaml::{Mapping, Value};
 
 use crate::input::Cluster;
-use crate::plan::Written;
+use crate::jobs;
 use crate::shape::Shape;
+use crate::write::Written;
 
 /// EKS's EFA DRA driver's class (aws-dra.yaml).
 pub const EFA_CLASS: &str = "efa.networking.k8s.aws";
@@ -26,9 +27,6 @@ const OTHER_FABRIC_CLASSES: [&str; 3] = [
     "dranet.net",
     "sriovnetwork.k8snetworkplumbingwg.io",
 ];
-
-/// The pod label a JobSet's pods carry, whose value names its job's ComputeDomain.
-const JOB_LABEL: &str = "jobset.sigs.k8s.io/jobset-name";
 
 /// The top-level keys the DeviceClasses decide, and their comments.
 pub fn top_level(out: &mut Written, settings: &mut Mapping, cluster: &Cluster, shapes: &[Shape]) {
@@ -66,18 +64,35 @@ pub fn top_level(out: &mut Written, settings: &mut Mapping, cluster: &Cluster, s
     let clique = shapes.iter().any(|s| s.clique);
     let channel = cluster.has_class(CHANNEL_CLASS);
     if clique && channel {
+        let crds = cluster.crds_read.then_some(cluster.crds.as_slice());
+        let controllers = jobs::running(crds);
+        let labels: Vec<Value> = controllers.iter().map(|c| Value::from(c.label)).collect();
         let mut domain = Mapping::new();
-        domain.insert("fromLabel".into(), JOB_LABEL.into());
+        domain.insert("fromLabel".into(), Value::Sequence(labels));
         settings.insert("computeDomain".into(), Value::Mapping(domain));
+        let by: Vec<String> = controllers
+            .iter()
+            .map(|c| format!("{} {}", c.name, c.label))
+            .collect();
+        let seen = if cluster.crds_read {
+            "the job controllers whose CustomResourceDefinitions were given, and batch Jobs"
+        } else {
+            "every job controller the tool knows (give kubectl get crd -o json to keep those the cluster runs)"
+        };
         for line in [
-            format!("The DeviceClass {CHANNEL_CLASS} and the nodes' nvidia.com/gpu.clique labels: multi-node NVLink through NVIDIA's DRA driver. Each job's pods join the ComputeDomain of their namespace named by this pod label, which the job's author creates (README, \"Multi-node NVLink\")."),
-            "By job controller: JobSet jobset.sigs.k8s.io/jobset-name, Kubeflow (MPIJob, PyTorchJob) training.kubeflow.org/job-name, Volcano volcano.sh/job-name, LeaderWorkerSet leaderworkerset.sigs.k8s.io/name; or name: <ComputeDomain> for one standing domain per namespace.".to_owned(),
+            format!(
+                "The DeviceClass {CHANNEL_CLASS} and the nodes' nvidia.com/gpu.clique labels: multi-node NVLink through NVIDIA's DRA driver. Each job's pods join the ComputeDomain of their namespace named by the first of these pod labels they carry, which the job's author creates (README, \"Multi-node NVLink\")."
+            ),
+            format!(
+                "The labels of {seen}, the outermost first: {}. LeaderWorkerSet's pods (leaderworkerset.sigs.k8s.io/name) are owned by StatefulSets, which the default ownerKinds leave out; or name: <ComputeDomain> for one standing domain per namespace.",
+                by.join(", ")
+            ),
         ] {
             out.note(&["computeDomain"], line);
         }
     } else if clique {
         out.header.push(format!(
-            "The nodes carry nvidia.com/gpu.clique (multi-node NVLink), but {}: no computeDomain block. With NVIDIA's DRA driver installed, add computeDomain: {{fromLabel: {JOB_LABEL}}} (behaviour.md §3.11).",
+            "The nodes carry nvidia.com/gpu.clique (multi-node NVLink), but {}: no computeDomain block. With NVIDIA's DRA driver installed, add computeDomain: {{fromLabel: [<your job controllers' labels>]}} (behaviour.md §3.11).",
             if cluster.device_classes_read {
                 format!("the DeviceClass {CHANNEL_CLASS} is not among the DeviceClasses given")
             } else {

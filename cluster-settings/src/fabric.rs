@@ -25,8 +25,12 @@ pub const KNOWN: [&str; 8] = [
 ];
 
 /// More devices than any node has NICs: the count is a pool's slots, not NICs. NVIDIA's DGX and
-/// HGX nodes have 8 compute NICs and a few storage ones; AWS's largest has 32 EFA interfaces.
-pub const MAX_DEDICATED: u64 = 64;
+/// HGX nodes have 8 compute NICs and a few storage ones, OCI's dual-port shapes 16 virtual
+/// functions, AWS's largest 32 EFA interfaces (VENDOR-FACTS: p5.48xlarge); the RDMA shared device
+/// plugin's pool has 63 slots by default (`rdmaHcaMax`, Azure/aks-rdma-infiniband and the Network
+/// Operator's examples), whatever its resource's name (`rdma/shared_ib`, or an OKE cluster's
+/// `nvidia.com/mlnxnics`).
+pub const MAX_DEDICATED: u64 = 32;
 
 /// Words that mark an extended resource's name as a fabric's, for names not in [`KNOWN`].
 const WORDS: [&str; 10] = [
@@ -71,6 +75,15 @@ impl Fabric {
         match self {
             Fabric::Dedicated { resource, .. } | Fabric::Shared { resource, .. } => Some(resource),
             _ => None,
+        }
+    }
+
+    /// Whether `other` is requested alike: the same resource (or rails) and count rule.
+    pub fn requested_alike(&self, other: &Fabric) -> bool {
+        match (self, other) {
+            (Fabric::Dedicated { resource: x, .. }, Fabric::Dedicated { resource: y, .. })
+            | (Fabric::Shared { resource: x, .. }, Fabric::Shared { resource: y, .. }) => x == y,
+            (x, y) => x == y,
         }
     }
 
@@ -241,6 +254,9 @@ mod tests {
         assert!(is_shared("rdma/shared_ib", 8, 8));
         assert!(is_shared("rdma/ib", 1, 8));
         assert!(is_shared("nvidia.com/hostdev", 1000, 8));
+        // NVIDIA's shared RDMA plugin on OKE's GB200: 63 slots of nvidia.com/mlnxnics.
+        assert!(is_shared("nvidia.com/mlnxnics", 63, 4));
+        assert!(!is_shared("vpc.amazonaws.com/efa", 32, 8));
         assert!(!is_shared("rdma/ib", 8, 8));
         assert!(!is_shared("vpc.amazonaws.com/efa", 32, 8));
         assert!(!is_shared("vpc.amazonaws.com/efa", 1, 1));

@@ -7,8 +7,8 @@ use serde_yaml::{Mapping, Value};
 
 use crate::dra::MRDMA_CLASS;
 use crate::input::Cluster;
-use crate::plan::Written;
 use crate::shape::Shape;
+use crate::write::Written;
 
 /// Each fabric's networks key, and how many networks it takes.
 const NETWORKS: [(&str, Option<&str>, usize, usize); 3] = [
@@ -43,8 +43,13 @@ pub fn fabric_of(s: &Shape) -> Option<&'static str> {
     by_machine.or_else(by_model).map(|f| f.name)
 }
 
-pub fn block(out: &mut Written, body: &mut Mapping, cluster: &Cluster, shapes: &[Shape]) {
-    let main = &shapes[0];
+pub fn block(
+    out: &mut Written,
+    body: &mut Mapping,
+    cluster: &Cluster,
+    shapes: &[Shape],
+    main: &Shape,
+) {
     match fabric_of(main) {
         Some(fabric) => {
             body.insert("fabric".into(), fabric.into());
@@ -113,16 +118,7 @@ pub fn block(out: &mut Written, body: &mut Mapping, cluster: &Cluster, shapes: &
         );
     }
     if cluster.has_class(MRDMA_CLASS) {
-        let mut claim = Mapping::new();
-        claim.insert("template".into(), "default-rdma".into());
-        claim.insert("name".into(), "rdma".into());
-        rdma.insert("deviceClaim".into(), Value::Mapping(claim));
-        out.note(
-            &["gcp", "rdma", "deviceClaim"],
-            format!(
-                "The DeviceClass {MRDMA_CLASS} (GKE managed DRANET): the RDMA NICs through a claim (gcp-dranet.yaml). Create the template of deploy/gcp/dra/default-rdma.yaml in every training namespace."
-            ),
-        );
+        dranet_claim(out, &mut rdma);
     }
     for (key, sub) in [("tcpx", tcpx), ("rdma", rdma)] {
         if !sub.is_empty() {
@@ -144,4 +140,18 @@ fn fabric_networks(fabric: &str, networks: &[String]) -> Vec<String> {
         return rdma;
     }
     networks.to_vec()
+}
+
+/// GKE managed DRANET's claim of the RDMA NICs (gcp-dranet.yaml), into the `rdma` block.
+fn dranet_claim(out: &mut Written, rdma: &mut Mapping) {
+    let mut claim = Mapping::new();
+    claim.insert("template".into(), "default-rdma".into());
+    claim.insert("name".into(), "rdma".into());
+    rdma.insert("deviceClaim".into(), Value::Mapping(claim));
+    out.note(
+        &["gcp", "rdma", "deviceClaim"],
+        format!(
+            "The DeviceClass {MRDMA_CLASS} (GKE managed DRANET): the RDMA NICs through a claim (gcp-dranet.yaml). Create the template of deploy/gcp/dra/default-rdma.yaml in every training namespace."
+        ),
+    );
 }

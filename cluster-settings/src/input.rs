@@ -1,5 +1,6 @@
-//! What `kubectl get ... -o json` prints, read into the three kinds of object the settings come
-//! from: nodes, NetworkAttachmentDefinitions and DeviceClasses. A file may hold one object, a
+//! What `kubectl get ... -o json` prints, read into the kinds of object the settings come
+//! from: nodes, NetworkAttachmentDefinitions, DeviceClasses, and the CustomResourceDefinitions
+//! that say which job controllers run. A file may hold one object, a
 //! `v1` `List` of any of them (what kubectl prints), or a typed list (`NodeList`, whose items the
 //! API server sends without their own `kind`). Anything else is refused in one sentence that says
 //! what was expected, since a wrong file is the common mistake.
@@ -10,7 +11,7 @@ use serde_json::Value;
 use crate::node::{Nad, Node};
 
 /// What the command reads, in one sentence, for every refusal.
-pub const EXPECTED: &str = "expected the JSON that `kubectl get nodes -o json` prints (and optionally `kubectl get network-attachment-definitions -A -o json`, `kubectl get deviceclasses -o json`)";
+pub const EXPECTED: &str = "expected the JSON that `kubectl get nodes -o json` prints (and optionally `kubectl get network-attachment-definitions -A -o json`, `kubectl get deviceclasses -o json`, `kubectl get crd -o json`)";
 
 /// The objects read from every input.
 #[derive(Debug, Default)]
@@ -23,6 +24,10 @@ pub struct Cluster {
     /// resource no NAD names has none, rather than none known.
     pub nads_read: bool,
     pub device_classes_read: bool,
+    /// The names of the CustomResourceDefinitions (`jobsets.jobset.x-k8s.io`): the job
+    /// controllers the cluster runs.
+    pub crds: Vec<String>,
+    pub crds_read: bool,
 }
 
 impl Cluster {
@@ -59,6 +64,7 @@ impl Cluster {
                 match item_kind {
                     Some("NetworkAttachmentDefinition") => self.nads_read = true,
                     Some("DeviceClass") => self.device_classes_read = true,
+                    Some("CustomResourceDefinition") => self.crds_read = true,
                     _ => {}
                 }
                 Ok(())
@@ -82,8 +88,15 @@ impl Cluster {
                 let name = item.pointer("/metadata/name").and_then(Value::as_str);
                 self.device_classes.extend(name.map(str::to_owned));
             }
+            Some("CustomResourceDefinition") => {
+                self.crds_read = true;
+                let name = item.pointer("/metadata/name").and_then(Value::as_str);
+                self.crds.extend(name.map(str::to_owned));
+            }
             Some(other) => {
-                bail!("a {other}, not a Node, NetworkAttachmentDefinition or DeviceClass")
+                bail!(
+                    "a {other}, not a Node, NetworkAttachmentDefinition, DeviceClass or CustomResourceDefinition"
+                )
             }
             None => bail!("an object without a kind"),
         }

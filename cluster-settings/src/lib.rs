@@ -1,24 +1,29 @@
 //! `make settings`: reads what `kubectl get nodes -o json` (and, where the cluster has them,
-//! `kubectl get network-attachment-definitions -A -o json` and `kubectl get deviceclasses -o
-//! json`) print, and writes the policy's settings for that cluster, with comments that say what
+//! `kubectl get network-attachment-definitions -A -o json`, `kubectl get deviceclasses -o json`
+//! and `kubectl get crd -o json`) print, and writes the policy's settings for that cluster, with comments that say what
 //! each GPU node shape shows and what the nodes cannot tell. The command line
 //! (`src/main.rs`) and the browser playground call [`settings`].
 //!
 //! The flow: [`input`] reads the objects; [`kind`] tells the cloud from each node; [`shape`]
 //! groups the GPU nodes by shape, each with the fabric [`fabric`] reads from its allocatable
-//! resources; [`plan`] chooses the block and writes it, with [`blocks`] and [`gcp`], [`multus`] and [`dra`] for
-//! what they know, and [`rows`] the instance rows; [`write`] renders the YAML with its comments.
+//! resources; [`plan`] chooses the block and writes it, with [`fallback`] for what a pod naming
+//! neither machine nor pool gets, [`blocks`] and [`gcp`], [`multus`] and [`dra`] (with [`jobs`],
+//! the job controllers' labels) for what they know, [`rows`] the instance rows and [`pools`] the
+//! node pools; [`write`] holds the document and renders the YAML with its comments.
 
 pub mod blocks;
 pub mod count;
 pub mod dra;
 pub mod fabric;
+pub mod fallback;
 pub mod gcp;
 pub mod input;
+pub mod jobs;
 pub mod kind;
 pub mod multus;
 pub mod node;
 pub mod plan;
+pub mod pools;
 pub mod rows;
 pub mod shape;
 pub mod vendor;

@@ -26,7 +26,7 @@ fn run() -> Result<String> {
     let names: Vec<String> = std::env::args().skip(1).collect();
     if names.is_empty() {
         bail!(
-            "no input; usage: make -s settings CLUSTER=\"nodes.json [nads.json] [deviceclasses.json]\" (- for standard input); {}",
+            "no input; usage: make -s settings CLUSTER=\"nodes.json [nads.json] [deviceclasses.json] [crds.json]\" (- for standard input); {}",
             cluster_settings::input::EXPECTED
         );
     }

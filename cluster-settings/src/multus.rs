@@ -6,7 +6,7 @@ use serde_yaml::{Mapping, Value};
 
 use crate::input::Cluster;
 use crate::node::{Nad, RESOURCE_ANNOTATION};
-use crate::plan::Written;
+use crate::write::Written;
 
 /// The NADs that name `resource`, in order.
 fn naming<'a>(cluster: &'a Cluster, resource: &str) -> Vec<&'a Nad> {

@@ -1,38 +1,21 @@
-//! The settings for a cluster: which block, what it says (the largest group of GPU nodes, so
-//! that a pod naming no machine is right), the rows that say where other shapes differ from it or
-//! from the policy's built-in rows, and the comments that say what was read and what was not.
+//! The settings for a cluster: which block, what it says (the fallback of [`fallback`], which
+//! fits every fabric node a pod naming neither machine nor pool could land on), the rows that say
+//! where other shapes differ from it or from the policy's built-in rows, the pools that name them,
+//! and the comments that say what was read and what was not.
 
 use anyhow::{Result, bail};
-use multinode_networking_policy::clouds::{self, Cloud, Machine};
+use multinode_networking_policy::clouds::{self, Cloud};
 use serde_yaml::{Mapping, Value};
 
 use crate::blocks;
 use crate::dra;
 use crate::fabric::Fabric;
+use crate::fallback;
 use crate::input::Cluster;
 use crate::kind;
 use crate::shape::{self, Shape};
 use crate::vendor;
-
-/// The settings document: its value, the comments of its header, and comments to put before
-/// keys (by their path).
-#[derive(Debug, Default)]
-pub struct Written {
-    pub settings: Mapping,
-    pub header: Vec<String>,
-    pub notes: Vec<(Vec<String>, Vec<String>)>,
-}
-
-impl Written {
-    /// A comment above the key at `path`.
-    pub fn note(&mut self, path: &[&str], line: String) {
-        let path: Vec<String> = path.iter().map(|p| (*p).to_owned()).collect();
-        match self.notes.iter_mut().find(|(p, _)| *p == path) {
-            Some((_, lines)) => lines.push(line),
-            None => self.notes.push((path, vec![line])),
-        }
-    }
-}
+use crate::write::Written;
 
 /// The block a cluster of this cloud gets.
 fn cloud_named(block: &str) -> &'static Cloud {
@@ -47,6 +30,55 @@ pub fn plan(cluster: &Cluster) -> Result<Written> {
     if cluster.nodes.is_empty() {
         bail!("no Node in the input; {}", crate::input::EXPECTED);
     }
+    let detected = one_kind(cluster)?;
+    let shapes = shape::group(&cluster.nodes);
+    let Some(main) = fallback::main(&shapes) else {
+        bail!(
+            "no GPU node: none of the {} nodes has allocatable nvidia.com/gpu or amd.com/gpu (or the label nvidia.com/gpu.count); expected the nodes of a cluster with GPU nodes",
+            cluster.nodes.len()
+        );
+    };
+    let mut out = Written::default();
+    let block = choose_block(&mut out, cluster, &shapes, detected, main);
+    let cloud = cloud_named(block);
+    let mut body = Mapping::new();
+    body.insert("enabled".into(), true.into());
+    out.header.push(String::new());
+    out.header
+        .push("GPU nodes by shape, the largest first:".to_owned());
+    for s in &shapes {
+        describe(&mut out, cloud, s);
+    }
+    out.header.push(String::new());
+    fallback::say(&mut out, &shapes, main);
+    match block {
+        "aws" => blocks::aws(&mut out, &mut body, cluster, &shapes, main),
+        "azure" => blocks::azure(&mut out, &mut body, &shapes, main),
+        "gcp" => crate::gcp::block(&mut out, &mut body, cluster, &shapes, main),
+        "oci" => blocks::oci(&mut out, &mut body, cluster, &shapes, main),
+        _ => blocks::rdma(&mut out, &mut body, cluster, &shapes, main),
+    }
+    let rows = crate::rows::rows(&mut out, cluster, cloud, &shapes, main, &body);
+    if !rows.is_empty() {
+        body.insert("instanceTypes".into(), Value::Mapping(rows));
+    }
+    crate::pools::pools(&mut out, &mut body, cloud, cluster);
+    let mut settings = Mapping::new();
+    settings.insert(block.into(), Value::Mapping(body));
+    dra::top_level(&mut out, &mut settings, cluster, &shapes);
+    let (file, untold) = vendor::source(block, &main.fabric, &|label| {
+        cluster.nodes.iter().any(|n| n.label(label).is_some())
+    });
+    out.header.push(format!(
+        "Not on the nodes, so not below: {untold}. Take them from {file}."
+    ));
+    out.settings = settings;
+    Ok(out)
+}
+
+/// The one kind of cluster the nodes show, and what showed it; `None`: no cloud's mark. Nodes of
+/// two clouds are refused.
+fn one_kind(cluster: &Cluster) -> Result<Option<(&'static kind::Kind, String)>> {
     let mut seen: Vec<(&'static kind::Kind, String)> = Vec::new();
     for node in &cluster.nodes {
         if let Some((k, why)) = kind::of(node)
@@ -65,86 +97,40 @@ pub fn plan(cluster: &Cluster) -> Result<Written> {
             clouds.join(", ")
         );
     }
-    let shapes = shape::group(&cluster.nodes);
-    let Some(main) = shapes.first() else {
-        bail!(
-            "no GPU node: none of the {} nodes has allocatable nvidia.com/gpu or amd.com/gpu (or the label nvidia.com/gpu.count); expected the nodes of a cluster with GPU nodes",
-            cluster.nodes.len()
-        );
-    };
+    Ok(seen.pop())
+}
+
+/// The settings block: the cloud's, else (a fabric its block cannot request, or no cloud) `rdma`;
+/// the header's first lines say why.
+fn choose_block(
+    out: &mut Written,
+    cluster: &Cluster,
+    shapes: &[Shape],
+    detected: Option<(&'static kind::Kind, String)>,
+    main: &Shape,
+) -> &'static str {
     let gpu_nodes: usize = shapes.iter().map(|s| s.nodes).sum();
-    let mut out = Written::default();
-    let detected = seen
-        .first()
-        .map(|(k, why)| (k.block, k.service, why.clone()));
-    let block = match &detected {
-        Some((cloud, service, why)) => {
+    let nodes = cluster.nodes.len();
+    let Some((kind, why)) = detected else {
+        out.header.push(format!(
+            "Read from {nodes} nodes ({gpu_nodes} with GPUs); no node shows a cloud (spec.providerID aws://, azure://, gce://, oci://; labels eks.amazonaws.com/*, kubernetes.azure.com/*, cloud.google.com/gke-*, oci.oraclecloud.com/*): the rdma block, for on-prem clusters and the neoclouds."
+        ));
+        return "rdma";
+    };
+    out.header.push(format!(
+        "Read from {nodes} nodes ({gpu_nodes} with GPUs) of one {} cluster ({why}).",
+        kind.service
+    ));
+    match unexpressible(kind.block, &main.fabric) {
+        Some(reason) => {
             out.header.push(format!(
-                "Read from {} nodes ({gpu_nodes} with GPUs) of one {service} cluster ({why}).",
-                cluster.nodes.len()
-            ));
-            match unexpressible(cloud, &main.fabric) {
-                Some(reason) => {
-                    out.header.push(format!(
-                        "The {cloud} block cannot express what its largest group of GPU nodes shows ({reason}): the settings use the rdma block, which describes any device plugin's fabric (behaviour.md §3.9)."
-                    ));
-                    "rdma"
-                }
-                None => cloud,
-            }
-        }
-        None => {
-            out.header.push(format!(
-                "Read from {} nodes ({gpu_nodes} with GPUs); no node shows a cloud (spec.providerID aws://, azure://, gce://, oci://; labels eks.amazonaws.com/*, kubernetes.azure.com/*, cloud.google.com/gke-*, oci.oraclecloud.com/*): the rdma block, for on-prem clusters and the neoclouds.",
-                cluster.nodes.len()
+                "The {} block cannot express what its GPU nodes show ({reason}): the settings use the rdma block, which describes any device plugin's fabric (behaviour.md §3.9).",
+                kind.block
             ));
             "rdma"
         }
-    };
-    let cloud = cloud_named(block);
-    let mut settings = Mapping::new();
-    let mut body = Mapping::new();
-    body.insert("enabled".into(), true.into());
-    out.header.push(String::new());
-    out.header
-        .push("GPU nodes by shape, the largest first:".to_owned());
-    for s in &shapes {
-        describe(&mut out, cloud, s);
+        None => kind.block,
     }
-    out.header.push(String::new());
-    let differ: Vec<String> = shapes[1..]
-        .iter()
-        .filter(|s| !same_fabric(&s.fabric, &main.fabric))
-        .map(|s| format!("{} ({})", s.title(), s.fabric.describe(s.gpus)))
-        .collect();
-    if !differ.is_empty() {
-        out.header.push(format!(
-            "The GPU nodes differ: the block is what the largest group, {}, shows; the rows below say what the others show where a row can: {}.",
-            main.title(),
-            differ.join("; ")
-        ));
-    }
-    match block {
-        "aws" => blocks::aws(&mut out, &mut body, cluster, main),
-        "azure" => blocks::azure(&mut out, &mut body, main),
-        "gcp" => crate::gcp::block(&mut out, &mut body, cluster, &shapes),
-        "oci" => blocks::oci(&mut out, &mut body, cluster, main),
-        _ => blocks::rdma(&mut out, &mut body, cluster, main),
-    }
-    let rows = crate::rows::rows(&mut out, cluster, cloud, &shapes, main, &body);
-    if !rows.is_empty() {
-        body.insert("instanceTypes".into(), Value::Mapping(rows));
-    }
-    settings.insert(block.into(), Value::Mapping(body));
-    dra::top_level(&mut out, &mut settings, cluster, &shapes);
-    let (file, untold) = vendor::source(block, &main.fabric, &|label| {
-        cluster.nodes.iter().any(|n| n.label(label).is_some())
-    });
-    out.header.push(format!(
-        "Not on the nodes, so not below: {untold}. Take them from {file}."
-    ));
-    out.settings = settings;
-    Ok(out)
 }
 
 /// Why the cloud's block cannot request `fabric`, if it cannot.
@@ -168,18 +154,9 @@ fn unexpressible(cloud: &str, fabric: &Fabric) -> Option<String> {
     }
 }
 
-/// Two fabrics are requested alike: the same resource (or rails) and count rule.
-pub fn same_fabric(a: &Fabric, b: &Fabric) -> bool {
-    match (a, b) {
-        (Fabric::Dedicated { resource: x, .. }, Fabric::Dedicated { resource: y, .. })
-        | (Fabric::Shared { resource: x, .. }, Fabric::Shared { resource: y, .. }) => x == y,
-        (x, y) => x == y,
-    }
-}
-
 /// The header's lines for one shape.
 fn describe(out: &mut Written, cloud: &Cloud, s: &Shape) {
-    let builtin = builtin(cloud, s);
+    let builtin = s.builtin(cloud);
     let mut line = format!(
         "- {}: {} node{}, {} GPUs each ({}), {}",
         s.title(),
@@ -234,13 +211,4 @@ fn describe(out: &mut Written, cloud: &Cloud, s: &Shape) {
             if *n == 1 { "s" } else { "" }
         ));
     }
-}
-
-/// The built-in row of the shape's machine, where its key is an instance type.
-pub fn builtin(cloud: &Cloud, s: &Shape) -> Option<&'static Machine> {
-    let (label, name) = s.key.as_ref()?;
-    if !multinode_networking_policy::placement::INSTANCE_TYPE_LABELS.contains(label) {
-        return None;
-    }
-    cloud.machines.iter().find(|m| m.name == name)
 }

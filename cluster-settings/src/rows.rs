@@ -8,14 +8,12 @@ use multinode_networking_policy::clouds::Cloud;
 use multinode_networking_policy::placement::INSTANCE_TYPE_LABELS;
 use serde_yaml::{Mapping, Value};
 
+use crate::count::MAX_GPUS;
 use crate::fabric::Fabric;
 use crate::input::Cluster;
 use crate::multus;
-use crate::plan::{Written, builtin};
 use crate::shape::Shape;
-
-/// The most GPUs a row may give a node (behaviour.md §1.2).
-pub const MAX_GPUS: u64 = 64;
+use crate::write::Written;
 
 /// How the block counts its device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +120,7 @@ pub fn rows(
                 s.fabric.describe(s.gpus)
             )),
         }
-        let builtin = builtin(cloud, s);
+        let builtin = s.builtin(cloud);
         if builtin.is_none() && !row.contains_key("gpusPerNode") {
             row.insert("gpusPerNode".into(), s.gpus.into());
         }
@@ -171,7 +169,7 @@ fn fabric_row(
         row.insert("gpusPerNode".into(), s.gpus.into());
     };
     let same_resource = |r: &str| resource.as_deref() == Some(r);
-    let builtin = builtin(cloud, s);
+    let builtin = s.builtin(cloud);
     // The row's key that names another device, where the block has one.
     let resource_key = match cloud.name {
         "oci" | "rdma" => Some("resourceName"),

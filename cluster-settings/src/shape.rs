@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use multinode_networking_policy::clouds::{Cloud, Machine};
 use multinode_networking_policy::placement::INSTANCE_TYPE_LABELS;
 
 use crate::fabric::{self, Fabric};
@@ -63,10 +64,19 @@ impl Shape {
     pub fn name(&self) -> Option<&str> {
         self.key.as_ref().map(|(_, v)| v.as_str())
     }
+
+    /// The built-in row of the shape's machine in `cloud`, where its key is an instance type.
+    pub fn builtin(&self, cloud: &Cloud) -> Option<&'static Machine> {
+        let (label, name) = self.key.as_ref()?;
+        if !INSTANCE_TYPE_LABELS.contains(label) {
+            return None;
+        }
+        cloud.machines.iter().find(|m| m.name == name)
+    }
 }
 
 /// The shape key of a node.
-fn key_of(node: &Node) -> Option<(&'static str, String)> {
+pub fn key_of(node: &Node) -> Option<(&'static str, String)> {
     INSTANCE_TYPE_LABELS
         .iter()
         .chain(MACHINE_LABELS.iter())

@@ -4,7 +4,27 @@
 
 use anyhow::Result;
 
-use crate::plan::Written;
+use serde_yaml::Mapping;
+
+/// The settings document: its value, the comments of its header, and comments to put before
+/// keys (by their path).
+#[derive(Debug, Default)]
+pub struct Written {
+    pub settings: Mapping,
+    pub header: Vec<String>,
+    pub notes: Vec<(Vec<String>, Vec<String>)>,
+}
+
+impl Written {
+    /// A comment above the key at `path`.
+    pub fn note(&mut self, path: &[&str], line: String) {
+        let path: Vec<String> = path.iter().map(|p| (*p).to_owned()).collect();
+        match self.notes.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, lines)) => lines.push(line),
+            None => self.notes.push((path, vec![line])),
+        }
+    }
+}
 
 /// Comment lines are wrapped to this width.
 const WIDTH: usize = 100;

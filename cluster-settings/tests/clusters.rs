@@ -166,19 +166,25 @@ fn eks_p5_workers_get_32_efa() {
 #[test]
 fn eks_gb200_with_the_channel_class_gets_a_compute_domain() {
     let s = settings_of(&["eks-p6e-gb200.json", "eks-deviceclasses.json"]);
+    // No CRDs given: every job controller's label, the outermost first, batch's last.
     assert_eq!(
-        s.json["computeDomain"],
-        json!({"fromLabel": "jobset.sigs.k8s.io/jobset-name"})
+        s.json["computeDomain"]["fromLabel"][1],
+        "jobset.sigs.k8s.io/jobset-name"
     );
     // The built-in row marks the machine NVLink and counts its EFA: no row.
     assert!(s.json["aws"].get("instanceTypes").is_none(), "{}", s.yaml);
-    for other in [
-        "training.kubeflow.org/job-name",
-        "volcano.sh/job-name",
-        "leaderworkerset.sigs.k8s.io/name",
-    ] {
-        assert!(s.yaml.contains(other), "{other}: {}", s.yaml);
-    }
+    // LeaderWorkerSet is said truthfully: its pods are the StatefulSets'.
+    let comments: Vec<&str> = s
+        .yaml
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches('#').trim())
+        .collect();
+    let comments = comments.join(" ");
+    assert!(
+        comments.contains("(leaderworkerset.sigs.k8s.io/name) are owned by StatefulSets"),
+        "{}",
+        s.yaml
+    );
     let (pod, warnings) = injected(
         &s,
         &worker((INSTANCE_TYPE, "p6e-gb200.36xlarge"), "nvidia.com/gpu", 4),
@@ -275,7 +281,7 @@ fn gke_a3_ultra_workers_get_rdma_networks() {
 fn gke_a4x_workers_get_four_rdma_networks_and_a_compute_domain() {
     let s = settings_of(&["gke-a4x.json", "gke-deviceclasses.json"]);
     assert_eq!(
-        s.json["computeDomain"]["fromLabel"],
+        s.json["computeDomain"]["fromLabel"][1],
         "jobset.sigs.k8s.io/jobset-name"
     );
     // By the GPU model, as Google's pods select A4X.
@@ -692,4 +698,385 @@ fn odd_nodes_get_an_answer() {
             Err(e) => assert!(!format!("{e:#}").contains('\n'), "{text}: {e:#}"),
         }
     }
+}
+
+/// The worker of [`worker`], placed by a required node affinity of one term on `label` instead.
+fn worker_by_affinity(label: &str, value: &str, gpu: &str, gpus: u64) -> Value {
+    let mut pod = worker((label, value), gpu, gpus);
+    let spec = pod["spec"].as_object_mut().unwrap();
+    spec.remove("nodeSelector");
+    spec.insert(
+        "affinity".into(),
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]}
+        ]}}}),
+    );
+    pod
+}
+
+/// The worker of [`worker`] with no node selector at all: it may land on any node.
+fn worker_anywhere(gpu: &str, gpus: u64) -> Value {
+    let mut pod = worker(("kubernetes.io/os", "linux"), gpu, gpus);
+    pod["spec"].as_object_mut().unwrap().remove("nodeSelector");
+    pod
+}
+
+/// One pool of a node list: its label and value, its machine, its GPUs, and what a whole-node
+/// worker there must get: `Some(n)` devices of the block's resource, `None` none.
+struct Pool {
+    label: &'static str,
+    value: &'static str,
+    machine: &'static str,
+    gpus: u64,
+    devices: Option<&'static str>,
+}
+
+/// Every pool's whole-node worker, by its pool label in a node selector, by a required node
+/// affinity, and by its instance type, gets `devices` of `resource` (`check` holds the rest).
+fn each_pool_gets_its_fabric(
+    s: &Settings,
+    resource: &str,
+    pools: &[Pool],
+    check: &dyn Fn(&Pool, &Value),
+) {
+    for pool in pools {
+        let pods = [
+            worker((pool.label, pool.value), "nvidia.com/gpu", pool.gpus),
+            worker_by_affinity(pool.label, pool.value, "nvidia.com/gpu", pool.gpus),
+            worker((INSTANCE_TYPE, pool.machine), "nvidia.com/gpu", pool.gpus),
+        ];
+        for pod in &pods {
+            let (wired, warnings) = injected(s, pod);
+            let how = &pod["spec"];
+            assert_eq!(
+                count(&wired, resource).as_deref(),
+                pool.devices,
+                "{} ({}) by {how}: {warnings:?}\n{}",
+                pool.value,
+                pool.machine,
+                s.yaml
+            );
+            // The pool names one machine: no warning of several or unknown machines.
+            assert!(
+                !warnings
+                    .iter()
+                    .any(|w| w.contains("no entry") || w.contains("may run on")),
+                "{}: {warnings:?}",
+                pool.value
+            );
+            check(pool, &wired);
+        }
+    }
+}
+
+/// A worker that names neither machine nor pool, of `gpus` GPUs, gets the fabric and never more
+/// devices than any node of the pools that offer `resource` and have as many GPUs has.
+fn anywhere_fits(s: &Settings, resource: &str, pools: &[Pool], offered: &[(&str, u64)]) {
+    for gpus in [1, 2, 4, 8] {
+        let (wired, _) = injected(s, &worker_anywhere("nvidia.com/gpu", gpus));
+        let asked: u64 = count(&wired, resource)
+            .unwrap_or_else(|| panic!("{gpus} GPUs anywhere: no {resource}\n{}", s.yaml))
+            .parse()
+            .unwrap();
+        assert!(asked > 0);
+        for pool in pools.iter().filter(|p| p.gpus >= gpus) {
+            let Some((_, on_node)) = offered.iter().find(|(m, _)| *m == pool.machine) else {
+                continue;
+            };
+            assert!(
+                asked <= *on_node,
+                "{gpus} GPUs anywhere ask {asked} {resource}, more than the {on_node} of {}\n{}",
+                pool.machine,
+                s.yaml
+            );
+        }
+    }
+}
+
+// EKS of five GPU pools (EKS managed node groups, one of a generated name, and a Karpenter
+// NodePool; EC2's EFA counts as VENDOR-FACTS gives them: p5 32, p5en 16, p6-b200 8, p6e-gb200 4;
+// g5.12xlarge without EFA) and a system pool.
+#[test]
+fn eks_pools_each_get_their_efa() {
+    let s = settings_of(&["eks-pools.json"]);
+    let ng = "eks.amazonaws.com/nodegroup";
+    let pools = [
+        Pool {
+            label: ng,
+            value: "p5-train",
+            machine: "p5.48xlarge",
+            gpus: 8,
+            devices: Some("32"),
+        },
+        Pool {
+            label: "karpenter.sh/nodepool",
+            value: "gpu-h200",
+            machine: "p5en.48xlarge",
+            gpus: 8,
+            devices: Some("16"),
+        },
+        Pool {
+            label: ng,
+            value: "nvidia-efa-b200-20260702101530123400000001",
+            machine: "p6-b200.48xlarge",
+            gpus: 8,
+            devices: Some("8"),
+        },
+        Pool {
+            label: ng,
+            value: "gb200-ultra",
+            machine: "p6e-gb200.36xlarge",
+            gpus: 4,
+            devices: Some("4"),
+        },
+        Pool {
+            label: ng,
+            value: "inference",
+            machine: "g5.12xlarge",
+            gpus: 4,
+            devices: None,
+        },
+    ];
+    each_pool_gets_its_fabric(&s, "vpc.amazonaws.com/efa", &pools, &|_, _| {});
+    // The fallback fits every EFA pool: the fewest per GPU (p6-b200, p6e-gb200: 1).
+    assert_eq!(s.json["aws"]["efaDevicesPerGPU"], 1, "{}", s.yaml);
+    anywhere_fits(
+        &s,
+        "vpc.amazonaws.com/efa",
+        &pools,
+        &[
+            ("p5.48xlarge", 32),
+            ("p5en.48xlarge", 16),
+            ("p6-b200.48xlarge", 8),
+            ("p6e-gb200.36xlarge", 4),
+        ],
+    );
+    // The stock EKS AMIs have no /opt/amazon-efa-ofi (aws.yaml).
+    assert_eq!(s.json["aws"]["efaLibraryPath"], Value::Null, "{}", s.yaml);
+    // A pool created after the settings: warned about, the fallback's count.
+    let (pod, warnings) = injected(&s, &worker((ng, "b300-new"), "nvidia.com/gpu", 8));
+    assert_eq!(count(&pod, "vpc.amazonaws.com/efa").as_deref(), Some("8"));
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "node pool \"b300-new\" (eks.amazonaws.com/nodegroup) has no entry in aws.pools"
+        )),
+        "{warnings:?}"
+    );
+}
+
+// EKS, three g5.12xlarge inference nodes (no EFA) beside two p5.48xlarge: the fallback is the EFA
+// nodes', never the larger group's none.
+#[test]
+fn eks_a_larger_pool_without_efa_does_not_set_the_fallback() {
+    let s = settings_of(&["eks-g5-and-p5.json"]);
+    assert_eq!(s.json["aws"]["efaDevicesPerGPU"], 4, "{}", s.yaml);
+    let (p5, _) = injected(&s, &worker_anywhere("nvidia.com/gpu", 8));
+    assert_eq!(count(&p5, "vpc.amazonaws.com/efa").as_deref(), Some("32"));
+}
+
+// GKE of four node pools, one per GPUDirect stack (Google's tables in VENDOR-FACTS: A3 High TCPX
+// on 4 NICs, A3 Mega TCPXO on 8, A3 Ultra and A4X GPUDirect-RDMA on 8 and 4).
+#[test]
+fn gke_pools_each_get_their_stack_and_networks() {
+    let s = settings_of(&["gke-pools.json"]);
+    let np = "cloud.google.com/gke-nodepool";
+    let pools = [
+        Pool {
+            label: np,
+            value: "a3-high",
+            machine: "a3-highgpu-8g",
+            gpus: 8,
+            devices: None,
+        },
+        Pool {
+            label: np,
+            value: "a3-mega",
+            machine: "a3-megagpu-8g",
+            gpus: 8,
+            devices: None,
+        },
+        Pool {
+            label: np,
+            value: "a3-ultra",
+            machine: "a3-ultragpu-8g",
+            gpus: 8,
+            devices: None,
+        },
+        Pool {
+            label: np,
+            value: "a4x",
+            machine: "a4x-highgpu-4g",
+            gpus: 4,
+            devices: None,
+        },
+    ];
+    let vpc = |n: usize| (1..=n).map(|i| format!("vpc{i}")).collect::<Vec<_>>();
+    let rdma = |n: usize| (0..n).map(|i| format!("rdma-{i}")).collect::<Vec<_>>();
+    each_pool_gets_its_fabric(&s, "vpc.amazonaws.com/efa", &pools, &|pool, pod| {
+        let networks = gke_networks(pod);
+        let (daemon, nics) = match pool.value {
+            "a3-high" => (Some("tcpx-daemon"), vpc(4)),
+            "a3-mega" => (Some("tcpxo-daemon"), vpc(8)),
+            "a3-ultra" => (None, rdma(8)),
+            _ => (None, rdma(4)),
+        };
+        assert_eq!(networks[0], "default");
+        assert_eq!(networks[1..], nics, "{}: {networks:?}", pool.value);
+        let sidecars: Vec<&str> = pod["spec"]["initContainers"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            sidecars,
+            daemon.into_iter().collect::<Vec<_>>(),
+            "{}",
+            pool.value
+        );
+    });
+}
+
+// AKS of agent pools (kubernetes.azure.com/agentpool and agentpool): ND H100 v5 and ND A100 v4
+// with the SR-IOV device plugin, 8 rdma/ib each (Azure/aks-rdma-infiniband), and NC A100 v4
+// inference nodes without InfiniBand.
+#[test]
+fn aks_pools_each_get_their_infiniband() {
+    let s = settings_of(&["aks-pools.json"]);
+    for label in ["kubernetes.azure.com/agentpool", "agentpool"] {
+        let pools = [
+            Pool {
+                label,
+                value: "ndh100",
+                machine: "Standard_ND96isr_H100_v5",
+                gpus: 8,
+                devices: Some("8"),
+            },
+            Pool {
+                label,
+                value: "nda100",
+                machine: "Standard_ND96amsr_A100_v4",
+                gpus: 8,
+                devices: Some("8"),
+            },
+            Pool {
+                label,
+                value: "nca100",
+                machine: "Standard_NC24ads_A100_v4",
+                gpus: 1,
+                devices: None,
+            },
+        ];
+        each_pool_gets_its_fabric(&s, "rdma/ib", &pools, &|_, _| {});
+        anywhere_fits(
+            &s,
+            "rdma/ib",
+            &pools,
+            &[
+                ("Standard_ND96isr_H100_v5", 8),
+                ("Standard_ND96amsr_A100_v4", 8),
+            ],
+        );
+    }
+}
+
+// OKE node pools of Oracle's Terraform module (oke.oraclecloud.com/pool.name): H100 with 16 SR-IOV
+// VFs, B200 with 8 (oci-hpc-oke), GB200 on host networking, no device.
+#[test]
+fn oke_pools_each_get_their_vfs_or_none() {
+    let s = settings_of(&["oke-pools.json", "oke-nads.json"]);
+    let label = "oke.oraclecloud.com/pool.name";
+    let pools = [
+        Pool {
+            label,
+            value: "gpu-h100",
+            machine: "BM.GPU.H100.8",
+            gpus: 8,
+            devices: Some("16"),
+        },
+        Pool {
+            label,
+            value: "gpu-b200",
+            machine: "BM.GPU.B200.8",
+            gpus: 8,
+            devices: Some("8"),
+        },
+        Pool {
+            label,
+            value: "gpu-gb200",
+            machine: "BM.GPU.GB200.4",
+            gpus: 4,
+            devices: None,
+        },
+    ];
+    each_pool_gets_its_fabric(&s, "nvidia.com/rdma-vf", &pools, &|pool, pod| {
+        // The Multus list: once per VF, none without.
+        let n: usize = pool.devices.map_or(0, |d| d.parse().unwrap());
+        assert_eq!(multus(pod).len(), n, "{}", pool.value);
+    });
+    assert_eq!(s.json["oci"]["resourceName"], "nvidia.com/rdma-vf");
+    anywhere_fits(
+        &s,
+        "nvidia.com/rdma-vf",
+        &pools,
+        &[("BM.GPU.H100.8", 16), ("BM.GPU.B200.8", 8)],
+    );
+}
+
+// OKE GB200 with NVIDIA's RDMA shared device plugin on nvidia.com/mlnxnics (rdmaHcaMax 63): a
+// shared pool, one per container, whatever the resource's name.
+#[test]
+fn oke_shared_mlnxnics_is_one_per_container() {
+    let s = settings_of(&["oke-gb200-shared.json"]);
+    assert_eq!(
+        s.json["rdma"]["resourceName"], "nvidia.com/mlnxnics",
+        "{}",
+        s.yaml
+    );
+    assert_eq!(s.json["rdma"]["devicesPerContainer"], 1, "{}", s.yaml);
+    for pod in [
+        worker((INSTANCE_TYPE, "BM.GPU.GB200.4"), "nvidia.com/gpu", 4),
+        worker(
+            ("oke.oraclecloud.com/pool.name", "gpu-gb200"),
+            "nvidia.com/gpu",
+            4,
+        ),
+    ] {
+        let (wired, _) = injected(&s, &pod);
+        assert_eq!(count(&wired, "nvidia.com/mlnxnics").as_deref(), Some("1"));
+    }
+}
+
+// The job controllers the cluster runs, from its CRDs: their labels, the outermost first, batch's
+// last; without CRDs, every controller the tool knows.
+#[test]
+fn compute_domain_labels_follow_the_controllers_seen() {
+    let s = settings_of(&["eks-p6e-gb200.json", "eks-deviceclasses.json", "crds.json"]);
+    assert_eq!(
+        s.json["computeDomain"]["fromLabel"],
+        json!([
+            "jobset.sigs.k8s.io/jobset-name",
+            "training.kubeflow.org/job-name",
+            "batch.kubernetes.io/job-name"
+        ])
+    );
+    let all = settings_of(&["eks-p6e-gb200.json", "eks-deviceclasses.json"]);
+    assert_eq!(
+        all.json["computeDomain"]["fromLabel"],
+        json!([
+            "trainer.kubeflow.org/trainjob-name",
+            "jobset.sigs.k8s.io/jobset-name",
+            "training.kubeflow.org/job-name",
+            "volcano.sh/job-name",
+            "batch.kubernetes.io/job-name"
+        ])
+    );
+    // A PyTorchJob's worker (training.kubeflow.org/job-name only) gets its domain's name asked.
+    let mut pod = worker((INSTANCE_TYPE, "p6e-gb200.36xlarge"), "nvidia.com/gpu", 4);
+    pod["metadata"]["labels"] = json!({"training.kubeflow.org/job-name": "llama"});
+    let (_, warnings) = injected(&s, &pod);
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "ComputeDomain training/llama (named by the pod's label training.kubeflow.org/job-name)"
+        )),
+        "{warnings:?}"
+    );
 }

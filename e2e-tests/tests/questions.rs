@@ -63,8 +63,6 @@ fn other_value(variable: &str) -> Option<Value> {
         // The example pod asks for nvidia.com/gpu only.
         "gpuResources" => json!(["amd.com/gpu"]),
         "recordAnnotation" => json!(""),
-        // The example pod names no machine, and its Volcano job's label names its domain.
-        "computeDomain.fromLabel" => json!("volcano.sh/job-name"),
         _ => return None,
     })
 }

@@ -30,6 +30,13 @@ pub fn per_namespace(cloud: &str, settings: &Value) -> Vec<String> {
     if let Some(domain) = settings["computeDomain"].as_object() {
         let by = match (domain.get("fromLabel"), domain.get("name")) {
             (Some(Value::String(label)), _) => format!("named by the pod's label {label}"),
+            (Some(Value::Array(labels)), _) => {
+                let labels: Vec<&str> = labels.iter().filter_map(Value::as_str).collect();
+                format!(
+                    "named by the first of the pod's labels {} it carries",
+                    labels.join(", ")
+                )
+            }
             (_, Some(Value::String(name))) => format!("named {name}"),
             _ => "named as computeDomain says".to_string(),
         };

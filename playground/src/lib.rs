@@ -92,7 +92,7 @@ fn patch(pod: &Value, answer: &[u8]) -> Result<Option<String>, String> {
     }
 }
 
-/// Settings from the cluster: what `kubectl get nodes -o json` (and the NADs' and DeviceClasses'
+/// Settings from the cluster: what `kubectl get nodes -o json` (and the NADs', DeviceClasses' and CRDs'
 /// lists, pasted after it) printed, read by the same function as `make settings`
 /// (`cluster_settings::settings`). Answers `{"yaml": <the settings document with its comments>}`,
 /// or `{"error": <one sentence saying what was expected>}`.

@@ -47,7 +47,7 @@ fn channel_of(
 }
 
 fn job_label() -> ComputeDomain<'static> {
-    ComputeDomain::FromLabel("jobset.sigs.k8s.io/jobset-name".into())
+    ComputeDomain::FromLabel(vec!["jobset.sigs.k8s.io/jobset-name".into()])
 }
 
 fn bare(labels: Value) -> (Value, Value, Vec<PodClaim<'static>>) {
@@ -251,4 +251,38 @@ fn a_read_that_fails_warns_and_never_refuses() {
             "{warning}"
         );
     }
+}
+
+#[test]
+fn of_several_labels_the_first_the_pod_carries_names_the_domain() {
+    let objects = [
+        domain("trainer", "t-channel"),
+        domain("child-0", "c-channel"),
+    ];
+    let calls = RefCell::new(Vec::new());
+    let host = cluster(&objects, &calls);
+    let setting = ComputeDomain::FromLabel(vec![
+        "jobset.sigs.k8s.io/jobset-name".into(),
+        "batch.kubernetes.io/job-name".into(),
+    ]);
+    // A JobSet's pod carries both: its child Job's name too, which names no domain of the job.
+    let both = json!({"jobset.sigs.k8s.io/jobset-name": "trainer",
+                      "batch.kubernetes.io/job-name": "child-0"});
+    let got = channel_of(&setting, Mode::Warn, bare(both), Some(&host));
+    assert!(matches!(got, Ok(Channel::Join(Domain { template, .. })) if template == "t-channel"));
+    // A plain Job's pod carries the last.
+    let plain = json!({"batch.kubernetes.io/job-name": "child-0"});
+    let got = channel_of(&setting, Mode::Warn, bare(plain), Some(&host));
+    assert!(matches!(got, Ok(Channel::Join(Domain { template, .. })) if template == "c-channel"));
+    // Neither: the warning names them all.
+    let warning = warned(channel_of(
+        &setting,
+        Mode::Warn,
+        bare(json!({})),
+        Some(&host),
+    ));
+    assert!(
+        warning.starts_with("multi-node networking: the pod has none of the labels jobset.sigs.k8s.io/jobset-name, batch.kubernetes.io/job-name, whose first the pod carries names its job's ComputeDomain (computeDomain.fromLabel)"),
+        "{warning}"
+    );
 }

@@ -41,7 +41,7 @@ pub(super) fn write(
             .node
             .named
             .as_ref()
-            .map(|(name, from)| (name.as_ref(), *from)),
+            .map(|(name, from)| (name.as_ref(), from.clone())),
         containers: &wiring.containers,
     }
     .annotation();
@@ -67,7 +67,7 @@ pub struct Record<'r> {
     pub device: Option<&'r str>,
     /// The rails' resources, in order (behaviour.md §3.9); written only where there are some.
     pub rails: Vec<&'r str>,
-    pub machine: Option<(&'r str, LabelSource)>,
+    pub machine: Option<(&'r str, LabelSource<'r>)>,
     pub containers: &'r [Wired],
 }
 
@@ -121,12 +121,12 @@ impl Record<'_> {
             }
             text.raw("]");
         }
-        match self.machine {
+        match &self.machine {
             Some((name, from)) => {
                 text.raw(r#","machine":{"name":"#);
                 text.string(name);
                 // The field and label are the policy's own, plain text.
-                for part in [r#","from":""#, from.field, " ", from.label, "\"}"] {
+                for part in [r#","from":""#, from.field, " ", &from.label, "\"}"] {
                     text.raw(part);
                 }
             }
@@ -224,7 +224,7 @@ mod tests {
         ];
         let from = LabelSource {
             field: "nodeSelector",
-            label: "node.kubernetes.io/instance-type",
+            label: "node.kubernetes.io/instance-type".into(),
         };
         let record = Record {
             cloud: "aws",

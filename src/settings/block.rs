@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
+use super::pools::POOLS;
 use super::reader::{Reader, show};
 use super::{INSTANCE_TYPES, MAX_PER_GPU, Rows, UserRow};
 use crate::clouds::{Cloud, DEVICE_CLAIM_KEY, Fabric, Param};
@@ -56,7 +57,7 @@ impl Reader {
         allowed.extend(cloud.fabrics.iter().filter_map(|f| f.block.or(f.env_block)));
         allowed.extend([ENV, CAPABILITIES, PIN_TRANSPORT]);
         if place == Place::Cloud {
-            allowed.push(INSTANCE_TYPES);
+            allowed.extend([INSTANCE_TYPES, POOLS]);
         }
         allowed
     }

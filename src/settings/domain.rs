@@ -15,13 +15,19 @@ use crate::k8s::names::{is_dns1123_subdomain, is_qualified_name};
 pub const COMPUTE_DOMAIN: &str = "computeDomain";
 const FROM_LABEL: &str = "fromLabel";
 const NAME: &str = "name";
+/// How many labels `fromLabel` may list: each is looked up in a multi-node NVLink pod's labels.
+const MAX_LABELS: usize = 16;
+/// What a `fromLabel` item must be.
+const LABEL: &str = "a label key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters) such as jobset.sigs.k8s.io/jobset-name";
 
 /// Where a pod's ComputeDomain is, in the pod's own namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ComputeDomain<'a> {
-    /// The value of the pod's label of this key names it: one domain per job, the arrangement
-    /// NVIDIA, EKS and CoreWeave recommend.
-    FromLabel(Cow<'a, str>),
+    /// The value of the first of the pod's labels of these keys names it: one domain per job,
+    /// the arrangement NVIDIA, EKS and CoreWeave recommend. The job controllers' labels, the
+    /// outermost controller's first: a JobSet's and an MPIJob's child Jobs label their pods with
+    /// the child's name too.
+    FromLabel(Vec<Cow<'a, str>>),
     /// One standing domain of this name in every namespace that runs such jobs.
     Named(Cow<'a, str>),
 }
@@ -44,29 +50,14 @@ impl Reader {
                 self.unknown_key(path, key, &KEYS);
             }
         }
-        // `""` is a key a form leaves empty: not given. A block with neither key given names no
-        // domain, except where a form wrote `fromLabel: ""`, its way of saying "no block".
-        let given = |key| {
-            block
-                .get(key)
-                .filter(|v| !v.is_null() && v.as_str().is_none_or(|s| !s.is_empty()))
-        };
-        let from_label = self.text(
-            &Path::Key(path, FROM_LABEL),
-            given(FROM_LABEL),
-            is_qualified_name,
-            "a label key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters) such as jobset.sigs.k8s.io/jobset-name",
-        );
+        let given = |key| block.get(key).filter(|v| !v.is_null());
+        let from_label = given(FROM_LABEL).and_then(|raw| self.label_keys(path, raw));
         let name = self.text(
             &Path::Key(path, NAME),
             given(NAME),
             is_dns1123_subdomain,
             "a ComputeDomain name (a DNS subdomain: lowercase letters, digits, '-' and '.')",
         );
-        let left_empty = block
-            .get(FROM_LABEL)
-            .and_then(|v| v.as_str())
-            .is_some_and(|s| s.is_empty());
         let domain = match (given(FROM_LABEL).is_some(), given(NAME).is_some()) {
             (true, true) => {
                 self.errors.push(format!(
@@ -74,7 +65,6 @@ impl Reader {
                 ));
                 None
             }
-            (false, false) if left_empty => return None,
             (false, false) => {
                 self.errors.push(format!(
                     "{path}: set one of {FROM_LABEL} (the pod label whose value names its job's ComputeDomain, such as jobset.sigs.k8s.io/jobset-name) or {NAME} (one ComputeDomain in each namespace)"
@@ -91,5 +81,25 @@ impl Reader {
             ));
         }
         domain
+    }
+
+    /// `fromLabel`: a label key, or a list of 1 to 16, the first a pod carries naming its domain.
+    fn label_keys<'a>(&mut self, path: &Path<'_>, raw: Value<'_, 'a>) -> Option<Vec<Cow<'a, str>>> {
+        let at = &Path::Key(path, FROM_LABEL);
+        match raw.as_str() {
+            Some(_) => self
+                .text(at, Some(raw), is_qualified_name, LABEL)
+                .map(|one| vec![one]),
+            None if raw.json_type() == JsonType::List => {
+                self.strings(at, raw, Some((1, MAX_LABELS)), is_qualified_name, LABEL)
+            }
+            None => {
+                self.errors.push(format!(
+                    "{at}: must be {LABEL}, or a list of 1 to {MAX_LABELS} of them, the first a pod carries naming its domain; got {}",
+                    raw.json_type().name()
+                ));
+                None
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@ mod block;
 mod classes;
 mod common;
 mod domain;
+mod pools;
 mod reader;
 mod rows;
 
@@ -27,6 +28,7 @@ pub use common::{
     DEFAULT_RECORD, DEFAULT_TRIGGERS,
 };
 pub use domain::{COMPUTE_DOMAIN, ComputeDomain};
+pub use pools::{POOL_LABELS, POOLS, Pools};
 pub use rows::{Row, UserRow};
 
 use std::borrow::Cow;
@@ -102,6 +104,8 @@ pub struct CloudSettings<'a> {
     /// `instanceTypes`, as its text: its rows are read when a pod names them (they were all
     /// checked when the policy server loaded the settings).
     pub instance_types: Option<&'a RawValue>,
+    /// `pools`: the machines of the node pools a pod may select (behaviour.md §3.5).
+    pub pools: Pools<'a>,
 }
 
 impl<'a> CloudSettings<'a> {
@@ -222,11 +226,16 @@ impl Reader {
             let instance_types = block.get(INSTANCE_TYPES).and_then(|table| {
                 self.instance_table(cloud, &Path::Key(path, INSTANCE_TYPES), table, rows)
             });
+            let pools = match block.get(POOLS) {
+                Some(raw) => self.pools(&Path::Key(path, POOLS), raw),
+                None => Pools::default(),
+            };
             if on {
                 enabled.push(CloudSettings {
                     cloud,
                     overlay,
                     instance_types,
+                    pools,
                 });
             }
         }

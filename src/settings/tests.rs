@@ -91,7 +91,7 @@ fn exactly_one_cloud() {
 fn a_misspelt_key_is_named_with_the_right_spelling() {
     assert_eq!(
         errors(json!({"aws": {"enabled": true, "efaDevicesPerGpu": 4}})),
-        "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport, instanceTypes"
+        "aws.efaDevicesPerGpu: unknown key; the keys allowed under aws are enabled, efaDevicesPerGPU, efaLibraryPath, cpuRequest, deviceClaim, env, capabilities, pinTransport, instanceTypes, pools"
     );
     assert!(
         errors(json!({"gcp": {"enabled": true}, "tigger": "x"}))
@@ -100,7 +100,7 @@ fn a_misspelt_key_is_named_with_the_right_spelling() {
     // A cloud of several fabrics: the fabric, the chart's TCPXO keys, the other fabrics' blocks.
     assert_eq!(
         errors(json!({"gcp": {"enabled": true, "network": []}})),
-        "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, daemonStartupProbe, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes"
+        "gcp.network: unknown key; the keys allowed under gcp are enabled, fabric, networks, daemonImage, daemonFlags, daemonStartupProbe, tcpxo, tcpx, rdma, env, capabilities, pinTransport, instanceTypes, pools"
     );
 }
 
@@ -548,8 +548,20 @@ fn a_compute_domain_is_named_by_a_label_or_by_name() {
             let key = "jobset.sigs.k8s.io/jobset-name";
             assert_eq!(
                 config.compute_domain,
-                Some(ComputeDomain::FromLabel(key.into()))
+                Some(ComputeDomain::FromLabel(vec![key.into()]))
             );
+        },
+    );
+    // Several: the first a pod carries names its domain, the outermost controller's first.
+    let labels = [
+        "jobset.sigs.k8s.io/jobset-name",
+        "batch.kubernetes.io/job-name",
+    ];
+    with(
+        json!({"aws": {"enabled": true}, "computeDomain": {"fromLabel": labels}}),
+        |config| {
+            let keys = labels.iter().map(|k| (*k).into()).collect();
+            assert_eq!(config.compute_domain, Some(ComputeDomain::FromLabel(keys)));
         },
     );
     with(
@@ -601,6 +613,27 @@ fn a_compute_domain_is_refused_unless_it_names_exactly_one_domain_the_policy_can
             &none,
             "computeDomain.fromLabel: must be a label key",
         ),
+        // An empty label names no label: refused, not read as "no block".
+        (
+            json!({"fromLabel": ""}),
+            &none,
+            "computeDomain.fromLabel: must be a label key",
+        ),
+        (
+            json!({"fromLabel": []}),
+            &none,
+            "computeDomain.fromLabel: must have from 1 to 16 items, got 0",
+        ),
+        (
+            json!({"fromLabel": ["jobset.sigs.k8s.io/jobset-name", ""]}),
+            &none,
+            "computeDomain.fromLabel[1]: must be a label key",
+        ),
+        (
+            json!({"fromLabel": 7}),
+            &none,
+            "computeDomain.fromLabel: must be a label key ([prefix/]name, the prefix a DNS subdomain, the name at most 63 characters) such as jobset.sigs.k8s.io/jobset-name, or a list of 1 to 16 of them",
+        ),
         (
             json!({"name": "Team_A"}),
             &none,
@@ -648,6 +681,89 @@ fn a_row_says_whether_its_machine_has_multi_node_nvlink() {
         message.contains(
             "oci.instanceTypes[BM.GPU.GB200.4].multiNodeNVLink: must be true or false, got \"yes\""
         ),
+        "{message}"
+    );
+}
+
+#[test]
+fn pools_map_a_label_and_value_to_the_pool_s_machines() {
+    let settings = json!({"aws": {"enabled": true, "pools": {
+        "eks.amazonaws.com/nodegroup": {"b200": "p6-b200.48xlarge", "inference": "g5.12xlarge"},
+        "karpenter.sh/nodepool": {"gpu-mixed": ["p5.48xlarge", "p5en.48xlarge"]},
+        "example.com/pool": {"a": "p5.48xlarge"},
+    }}});
+    with(settings, |config| {
+        let pools = &config.cloud.pools;
+        let machines = |label: &str, value: &str| {
+            pools
+                .machines(label, value)
+                .map(|m| m.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            machines("eks.amazonaws.com/nodegroup", "b200"),
+            Some(vec!["p6-b200.48xlarge".to_string()])
+        );
+        assert_eq!(
+            machines("karpenter.sh/nodepool", "gpu-mixed"),
+            Some(vec!["p5.48xlarge".to_string(), "p5en.48xlarge".to_string()])
+        );
+        assert_eq!(machines("eks.amazonaws.com/nodegroup", "other"), None);
+        // The built-in labels first, then the settings' own.
+        let labels = pools.labels();
+        assert_eq!(labels[..6], crate::settings::POOL_LABELS);
+        assert_eq!(labels[6..], ["example.com/pool"]);
+    });
+}
+
+#[test]
+fn pools_are_checked_naming_each_field() {
+    for (pools, part) in [
+        (json!([]), "aws.pools: must be an object of node label keys"),
+        (
+            json!({"-bad-": {"a": "p5.48xlarge"}}),
+            "aws.pools[-bad-]: not a label key",
+        ),
+        (
+            json!({"eks.amazonaws.com/nodegroup": "p5.48xlarge"}),
+            "aws.pools[eks.amazonaws.com/nodegroup]: must be an object of pool names",
+        ),
+        (
+            json!({"eks.amazonaws.com/nodegroup": {"a b": "p5.48xlarge"}}),
+            "aws.pools[eks.amazonaws.com/nodegroup][a b]: not a label value",
+        ),
+        (
+            json!({"eks.amazonaws.com/nodegroup": {"b200": ""}}),
+            "aws.pools[eks.amazonaws.com/nodegroup][b200]: must be a row key",
+        ),
+        (
+            json!({"eks.amazonaws.com/nodegroup": {"b200": []}}),
+            "aws.pools[eks.amazonaws.com/nodegroup][b200]: must have from 1 to 16 items, got 0",
+        ),
+        (
+            json!({"eks.amazonaws.com/nodegroup": {"b200": ["p5.48xlarge", 7]}}),
+            "aws.pools[eks.amazonaws.com/nodegroup][b200][1]: must be a row key",
+        ),
+        (
+            json!({"eks.amazonaws.com/nodegroup": {"b200": {"type": "p5.48xlarge"}}}),
+            "aws.pools[eks.amazonaws.com/nodegroup][b200]: must be the pool's machine",
+        ),
+    ] {
+        let message = errors(json!({"aws": {"enabled": true, "pools": pools}}));
+        assert!(message.contains(part), "{pools}: {message}");
+    }
+    let many: serde_json::Map<String, Value> = (0..17)
+        .map(|i| (format!("example.com/l{i}"), json!({})))
+        .collect();
+    let message = errors(json!({"aws": {"enabled": true, "pools": many}}));
+    assert!(
+        message.contains("aws.pools: must have at most 16 labels, got 17"),
+        "{message}"
+    );
+    // A row has no pools: they are the block's.
+    let message =
+        errors(json!({"aws": {"enabled": true, "instanceTypes": {"p5.48xlarge": {"pools": {}}}}}));
+    assert!(
+        message.contains("aws.instanceTypes[p5.48xlarge].pools: unknown key"),
         "{message}"
     );
 }

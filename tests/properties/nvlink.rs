@@ -21,7 +21,12 @@ const MNNVL: &str = "NCCL_MNNVL_ENABLE";
 /// The block, and the pod's label value where it has one.
 fn blocks() -> impl Strategy<Value = (Value, Option<&'static str>)> {
     (
-        select(vec![json!({"fromLabel": LABEL}), json!({"name": "nvl72"})]),
+        select(vec![
+            json!({"fromLabel": LABEL}),
+            // Several labels: the pod carries the second, the first it carries.
+            json!({"fromLabel": ["trainer.kubeflow.org/trainjob-name", LABEL, "batch.kubernetes.io/job-name"]}),
+            json!({"name": "nvl72"}),
+        ]),
         select(vec![Some("llama"), Some("Llama_3"), None]),
     )
 }

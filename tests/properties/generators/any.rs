@@ -56,6 +56,9 @@ pub(crate) const SETTINGS_KEYS: &[&str] = &[
     "computeDomain",
     "fromLabel",
     "multiNodeNVLink",
+    "pools",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
     "",
 ];
 

@@ -106,6 +106,14 @@ pub(crate) const ACCELERATORS: &[&str] = &[
     "nvidia-tesla-a100",
 ];
 pub(crate) const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
+/// Node pool labels (behaviour.md §3.5): two built-in ones and one only the settings name.
+pub(crate) const POOL_LABELS: &[&str] = &[
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "example.com/pool",
+];
+/// Pool names: those `pools_setting` maps, and one it never does.
+pub(crate) const POOL_NAMES: &[&str] = &["train", "mixed", "inference", "gone"];
 pub(crate) const INSTANCE_LABELS: &[&str] = &[
     "node.kubernetes.io/instance-type",
     "beta.kubernetes.io/instance-type",
@@ -118,6 +126,9 @@ pub(crate) const INSTANCE_LABELS: &[&str] = &[
 pub(crate) fn label_values(cloud: &'static str, label: &str) -> BoxedStrategy<Vec<&'static str>> {
     if label == ACCELERATOR_LABEL {
         return subsequence(ACCELERATORS, 0..3).boxed();
+    }
+    if POOL_LABELS.contains(&label) {
+        return subsequence(POOL_NAMES, 0..3).boxed();
     }
     prop_oneof![
         3 => subsequence(types_of(cloud), 0..3),
@@ -133,9 +144,9 @@ pub(crate) fn placement_part(cloud: &'static str) -> BoxedStrategy<Option<(&'sta
     // GKE pods name their GPU model more often than their machine type; `rdma` pods name it by
     // the labels its rows may be keyed by too.
     let labels = match cloud {
-        "gcp" => [INSTANCE_LABELS, &[ACCELERATOR_LABEL]].concat(),
-        "rdma" => [INSTANCE_LABELS, RDMA_MACHINE_LABELS].concat(),
-        _ => INSTANCE_LABELS.to_vec(),
+        "gcp" => [INSTANCE_LABELS, &[ACCELERATOR_LABEL], POOL_LABELS].concat(),
+        "rdma" => [INSTANCE_LABELS, RDMA_MACHINE_LABELS, POOL_LABELS].concat(),
+        _ => [INSTANCE_LABELS, POOL_LABELS].concat(),
     };
     let expression = (select(labels), select(&["In", "In", "NotIn", "Exists"][..]))
         .prop_flat_map(move |(key, operator)| (Just(key), Just(operator), label_values(cloud, key)))
@@ -147,22 +158,32 @@ pub(crate) fn placement_part(cloud: &'static str) -> BoxedStrategy<Option<(&'sta
     let one = |cloud: &'static str, label: &'static str| {
         label_values(cloud, label).prop_map(|values| values.first().copied())
     };
+    let pool = (select(POOL_LABELS), select(POOL_NAMES));
+    // Pods pick their nodes by pool as often as by instance type.
     let selector_labels = match cloud {
-        "rdma" => [&INSTANCE_LABELS[..2], RDMA_MACHINE_LABELS].concat(),
-        _ => INSTANCE_LABELS[..2].to_vec(),
+        "rdma" => [&INSTANCE_LABELS[..2], RDMA_MACHINE_LABELS, POOL_LABELS].concat(),
+        _ => [&INSTANCE_LABELS[..2], POOL_LABELS].concat(),
     };
     let selector = (
         select(selector_labels),
         one(cloud, INSTANCE_LABELS[0]),
+        proptest::option::weighted(0.3, pool),
         proptest::option::weighted(
             if cloud == "gcp" { 0.5 } else { 0.1 },
             one(cloud, ACCELERATOR_LABEL),
         ),
     )
-        .prop_map(|(key, instance, accelerator)| {
+        .prop_map(|(key, instance, pool, accelerator)| {
             let mut selector = json!({"kubernetes.io/os": "linux"});
             if let Some(t) = instance {
-                selector[key] = t.into();
+                let value = match POOL_LABELS.contains(&key) {
+                    true => POOL_NAMES[t.len() % POOL_NAMES.len()],
+                    false => t,
+                };
+                selector[key] = value.into();
+            }
+            if let Some((label, name)) = pool {
+                selector[label] = name.into();
             }
             if let Some(Some(a)) = accelerator {
                 selector[ACCELERATOR_LABEL] = a.into();

@@ -362,6 +362,20 @@ fn rdma_cluster_block() -> impl Strategy<Value = (&'static str, Value)> {
 
 /// Valid settings for one of the five kinds of cluster, the trigger annotation they name, and the
 /// block's name.
+/// `pools` (behaviour.md §1.2): by a built-in pool label or one of the settings' own, pools of one
+/// machine or several, mostly the cloud's; `gone` is never mapped.
+pub(crate) fn pools_setting() -> impl Strategy<Value = Option<Value>> {
+    use crate::generators::machines::{POOL_LABELS, POOL_NAMES, all_types};
+    let machines =
+        proptest::sample::subsequence(all_types(), 1..3).prop_map(|m| match m.as_slice() {
+            [one] => json!(one),
+            several => json!(several),
+        });
+    let by_value = proptest::collection::btree_map(select(&POOL_NAMES[..3]), machines, 1..3);
+    let table = proptest::collection::btree_map(select(POOL_LABELS), by_value, 1..3);
+    proptest::option::weighted(0.4, table.prop_map(|t| json!(t)))
+}
+
 pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
     let cloud = prop_oneof![
         // GCP thrice: it has three fabrics to cover.
@@ -397,6 +411,7 @@ pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
         ),
         // The record's key: another, or none on the pod.
         proptest::option::weighted(0.2, select(&["", "example.com/wired"][..])),
+        pools_setting(),
     )
         .prop_map(
             |(
@@ -407,7 +422,11 @@ pub(crate) fn valid_settings() -> BoxedStrategy<(Value, String, &'static str)> {
                 groups,
                 gpu_resources,
                 record,
+                pools,
             )| {
+                if let Some(pools) = pools {
+                    block["pools"] = pools;
+                }
                 // The fabric through DRA (behaviour.md §3.8): GCP's only for RDMA; no DRA
                 // driver is documented for the `rdma` block's.
                 if let Some(claim) = claim.filter(|_| name != "rdma") {
