@@ -21,7 +21,6 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::Shared;
 use crate::selector::Selector;
-use crate::store::Change;
 
 /// What one watch request asks for.
 pub struct Watch {
@@ -68,6 +67,16 @@ impl Drop for OpenWatch {
     }
 }
 
+impl Watch {
+    /// The watch selects `object`: in its namespace (if it names one) and held by its selector.
+    fn selects(&self, object: &Value) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| object["metadata"]["namespace"] == ns)
+            && self.selector.matches(object)
+    }
+}
+
 /// Starts the watch's task and returns its body.
 pub fn start(shared: Arc<Shared>, watch: Watch) -> WatchBody {
     let kind_name = shared.store().kinds[watch.kind].kind.clone();
@@ -93,18 +102,11 @@ async fn stream(shared: Arc<Shared>, watch: Watch, tx: mpsc::Sender<Bytes>) {
     let (first, mut changes, mut last, kind) = {
         let store = shared.store();
         let kind = store.kinds[watch.kind].clone();
-        let in_scope = |object: &Value| {
-            watch
-                .namespace
-                .as_deref()
-                .is_none_or(|ns| object["metadata"]["namespace"] == ns)
-                && watch.selector.matches(object)
-        };
         let (past, changes) = store.since(watch.kind, watch.since.unwrap_or(u64::MAX));
         let first: Vec<Bytes> = match watch.since {
             Some(_) => past
                 .iter()
-                .filter(|c| in_scope(&c.object))
+                .filter(|c| watch.selects(&c.object))
                 .map(|c| line(c.event, &c.object))
                 .collect(),
             None => store
@@ -138,14 +140,6 @@ async fn stream(shared: Arc<Shared>, watch: Watch, tx: mpsc::Sender<Bytes>) {
     tokio::pin!(deadline);
     let mut ticker =
         tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
-    let namespace = watch.namespace.clone();
-    let relevant = |change: &Change| {
-        change.kind == watch.kind
-            && namespace
-                .as_deref()
-                .is_none_or(|ns| change.object["metadata"]["namespace"] == ns)
-            && watch.selector.matches(&change.object)
-    };
     loop {
         tokio::select! {
             _ = &mut deadline => return,
@@ -159,7 +153,7 @@ async fn stream(shared: Arc<Shared>, watch: Watch, tx: mpsc::Sender<Bytes>) {
             change = changes.recv() => match change {
                 Ok(change) if change.revision > last => {
                     last = change.revision;
-                    if relevant(&change) && tx.send(line(change.event, &change.object)).await.is_err() {
+                    if change.kind == watch.kind && watch.selects(&change.object) && tx.send(line(change.event, &change.object)).await.is_err() {
                         return;
                     }
                 }
