@@ -15,7 +15,13 @@ CLOUD       ?=
 POD         ?=
 SETTINGS    ?=
 CLUSTER     ?=
-KWCTL       ?= kwctl
+# The real Kubewarden engine, prebuilt for these machines, where the shared tools are (CI has
+# them at ../shared/tools/bin): give POLICY_SERVER= or KWCTL= to use others. Without the shared
+# policy server POLICY_SERVER is empty and `make e2e-policy-server` says it skipped; without the
+# shared kwctl, the kwctl on the PATH.
+SHARED_BIN    := ../shared/tools/bin
+POLICY_SERVER ?= $(if $(wildcard $(SHARED_BIN)/policy-server),$(abspath $(SHARED_BIN)/policy-server))
+KWCTL         ?= $(if $(wildcard $(SHARED_BIN)/kwctl),$(abspath $(SHARED_BIN)/kwctl),kwctl)
 # Binaryen's optimizer after rustc: the same code in about 15% fewer bytes (BENCHMARKS.md), its
 # passes run until they take nothing more off. `--low-memory-unused` lets it fold a constant added
 # to an address into the load's or store's offset, which differs only where the addition wraps
@@ -105,25 +111,25 @@ bench: annotated-policy.wasm | wasm-target wasm-opt
 		--baseline target/baseline-policy.wasm $(BENCH_ARGS)
 
 .PHONY: test
-test: fmt-check lint unit-tests e2e-tests e2e-kwctl registry-test playground-test mpi-test
+test: fmt-check lint unit-tests e2e-tests e2e-kwctl e2e-policy-server registry-test playground-test mpi-test
 
 # The policy crate's tests run every YAML case against its core natively (tests/cases.rs), with
 # the runner e2e-tests runs them by through the module; case-runner's own tests check its checks.
 .PHONY: unit-tests
 unit-tests:
 	$(CARGO) test --locked -p multinode-networking-policy -p case-runner -p policy-payload -p playground \
-		-p cluster-settings -p manifests
+		-p cluster-settings -p manifests -p kube-standin
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
 # annotate again in the policy-metadata tool's tests.
 .PHONY: e2e-tests
 e2e-tests: annotated-policy.wasm policy.wasm
-	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
+	POLICY_SERVER= POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
 		$(CARGO) test --locked -p e2e-tests -p policy-metadata -p preview
 
 # kwctl's contract with a real kwctl: every e2e case through `kwctl run`, its AdmissionResponse
-# compared with the module's in the waPC host (e2e-tests/src/bin/kwctl-cases.rs). Skipped,
-# saying so, when there is no kwctl on the PATH (KWCTL= names another).
+# compared with the module's in the waPC host (e2e-tests/src/bin/kwctl-cases.rs): the shared
+# kwctl where it is, else the PATH's (KWCTL= names another). Skipped, saying so, without one.
 .PHONY: e2e-kwctl
 e2e-kwctl: annotated-policy.wasm
 	@if command -v $(KWCTL) >/dev/null 2>&1; then \
@@ -131,6 +137,19 @@ e2e-kwctl: annotated-policy.wasm
 			--module annotated-policy.wasm --work target/e2e-kwctl; \
 	else \
 		echo "e2e-kwctl: skipped: no $(KWCTL) on the PATH (install kwctl, or give KWCTL=/path/to/kwctl)"; \
+	fi
+
+# The policy on the real engine: the real Kubewarden policy server (POLICY_SERVER) on the
+# annotated module, reading a stand-in API server (kube-standin) with the RBAC make manifests
+# renders (e2e-tests/tests/real_engine.rs). `make e2e-tests` builds them and leaves them out.
+# Skipped, saying so, without a policy server.
+.PHONY: e2e-policy-server
+e2e-policy-server: annotated-policy.wasm
+	@if server=$$(command -v "$(POLICY_SERVER)") && [ -n "$(POLICY_SERVER)" ]; then \
+		POLICY_SERVER=$$(realpath "$$server") POLICY_WASM=$(CURDIR)/annotated-policy.wasm \
+			$(CARGO) test --locked -p e2e-tests --test real_engine; \
+	else \
+		echo "e2e-policy-server: skipped: no policy server (give POLICY_SERVER=/path/to/policy-server, or put Kubewarden's at $(SHARED_BIN)/policy-server)"; \
 	fi
 
 # The publish tool's tests: its commands, and a push of the annotated module to a real registry

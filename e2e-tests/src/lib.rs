@@ -32,6 +32,7 @@ pub use case_runner::{
 };
 
 pub mod admission_response;
+pub mod policy_server;
 
 /// The policy module, compiled once.
 pub struct Policy(policy_host::Policy);
