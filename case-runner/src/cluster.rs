@@ -204,14 +204,17 @@ fn refused_or_garbage(
         let message = format!(
             "{resource} \"{name}\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"{resource}\" in API group \"{group}\"{at}"
         );
+        // kube 3.1's `Error::Api` as the server's `{e:?}` shows it (seen on policy-server 1.36).
         return Some(Err(format!(
-            "Callback evaluation failure: ApiError: {message}: Forbidden (ErrorResponse {{ status: \"Failure\", message: {message:?}, reason: \"Forbidden\", code: 403 }})"
+            "Callback evaluation failure: ApiError: {message}: Forbidden (Status {{ status: Some(Failure), code: 403, message: {message:?}, metadata: None, reason: \"Forbidden\", details: Some(StatusDetails {{ name: {name:?}, group: {group:?}, kind: {resource:?}, uid: \"\", causes: [], retry_after_seconds: 0 }}) }})"
         )
         .into()));
     }
     if listed(&cluster.unserved) {
+        // Discovery of the kind's API group fails before any read (`build_kube_resource`).
+        let message = "the server could not find the requested resource";
         return Some(Err(format!(
-            "Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: \"404 page not found\\n\": Failed to parse error data (ErrorResponse {{ status: \"404 Not Found\", message: \"\\\"404 page not found\\\\n\\\"\", reason: \"Failed to parse error data\", code: 404 }})"
+            "Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: {message}: NotFound (Status {{ status: Some(Failure), code: 404, message: {message:?}, metadata: None, reason: \"NotFound\", details: None }})"
         )
         .into()));
     }
