@@ -293,16 +293,16 @@ fn warning_with(review: &Review, words: &[&str]) -> Option<String> {
         .find(|w| words.iter().all(|word| w.contains(word)))
 }
 
-/// A warning that says `object` (kind and name) could not be read.
-fn assert_unreadable(review: &Review, kind: &str, name: &str) {
-    let found = review.warnings().into_iter().any(|w| {
-        w.contains(kind)
-            && w.contains(name)
-            && (w.contains("could not read") || w.contains("may not read"))
-    });
+/// A warning that says `object` (kind and name) could not be read, and `why`: the reason the
+/// policy took from the policy server's words (behaviour.md §9).
+fn assert_unreadable(review: &Review, kind: &str, name: &str, why: &str) {
+    let found = review
+        .warnings()
+        .into_iter()
+        .any(|w| w.contains(kind) && w.contains(name) && w.contains(why));
     assert!(
         found,
-        "no warning saying {kind} {name} could not be read: {:?}",
+        "no warning saying {kind} {name} could not be read because {why}: {:?}",
         review.warnings()
     );
 }
@@ -400,7 +400,9 @@ fn a_config_map_the_policy_server_may_not_read_is_warned_about_at_once() {
     let patched = review.patched(&pod).unwrap();
     assert_wired(&patched);
     assert_channel(&patched, "llama-channel");
-    assert_unreadable(&review, "ConfigMap", "nccl-env");
+    // The API server's 403, in the policy server's words: RBAC.
+    let why = "the policy server's ServiceAccount may not get configmaps";
+    assert_unreadable(&review, "ConfigMap", "nccl-env", why);
     assert!(bed.cluster.counters().kind("ConfigMap").forbidden > 0);
 }
 
@@ -418,7 +420,8 @@ fn a_compute_domain_the_policy_server_may_not_read_is_warned_about_at_once() {
     let patched = review.patched(&pod).unwrap();
     assert_wired(&patched);
     assert_no_channel(&patched);
-    assert_unreadable(&review, "ComputeDomain", "llama");
+    let why = "the policy server's ServiceAccount may not get computedomains";
+    assert_unreadable(&review, "ComputeDomain", "llama", why);
     assert!(bed.cluster.counters().kind("ComputeDomain").forbidden > 0);
 }
 
@@ -440,11 +443,8 @@ fn a_cluster_that_serves_no_compute_domains_gets_an_answer_at_once() {
     let patched = review.patched(&pod).unwrap();
     assert_wired(&patched);
     assert_no_channel(&patched);
-    assert!(
-        warning_with(&review, &["ComputeDomain", "llama"]).is_some(),
-        "{:?}",
-        review.warnings()
-    );
+    let why = "the cluster does not serve resource.nvidia.com/v1beta1 ComputeDomain";
+    assert_unreadable(&review, "ComputeDomain", "llama", why);
     // The policy server asked discovery, which has no such group version.
     assert!(
         bed.cluster
