@@ -77,38 +77,9 @@ pub fn rows(
     let request = block_request(cloud.name, body);
     let mut rows = Mapping::new();
     for s in shapes {
-        let Some((label, name)) = &s.key else {
-            if !std::ptr::eq(s, main) {
-                out.header.push(format!(
-                    "{} cannot have a row (no label names them): pods there get the block's injection.",
-                    s.title()
-                ));
-            }
+        let Some(name) = row_key(out, cloud, s, main) else {
             continue;
         };
-        if !is_label_value(name) {
-            out.header.push(format!(
-                "{}: not a valid row key (a label value), so no row names it.",
-                s.title()
-            ));
-            continue;
-        }
-        if s.gpus > MAX_GPUS {
-            out.header.push(format!(
-                "{}: {} GPUs a node, more than a row's gpusPerNode may say ({MAX_GPUS}): time-slicing or MIG replicas? No row.",
-                s.title(),
-                s.gpus
-            ));
-            continue;
-        }
-        if !INSTANCE_TYPE_LABELS.contains(label) && !cloud.machine_labels.contains(label) {
-            out.header.push(format!(
-                "{}: the {} block reads no {label} label, so no row can name it.",
-                s.title(),
-                cloud.name
-            ));
-            continue;
-        }
         let mut row = Mapping::new();
         let mut why: Vec<String> = Vec::new();
         match fabric_row(cloud, s, &request, &main.fabric, cluster, out, &mut row) {
@@ -120,22 +91,7 @@ pub fn rows(
                 s.fabric.describe(s.gpus)
             )),
         }
-        let builtin = s.builtin(cloud);
-        if builtin.is_none() && !row.contains_key("gpusPerNode") {
-            row.insert("gpusPerNode".into(), s.gpus.into());
-        }
-        let builtin_nvlink = builtin.is_some_and(|m| m.nvlink_domain);
-        if s.clique && !builtin_nvlink {
-            row.insert("multiNodeNVLink".into(), true.into());
-            why.push("nvidia.com/gpu.clique labels: multi-node NVLink".to_owned());
-        } else if !s.clique && s.gfd && builtin.is_none() {
-            // A built-in row knows its machine already; one of NVLink is never contradicted.
-            row.insert("multiNodeNVLink".into(), false.into());
-            why.push("GPU Feature Discovery runs there and writes no nvidia.com/gpu.clique: no multi-node NVLink".to_owned());
-        }
-        if builtin.is_none() {
-            why.insert(0, "not a built-in machine".to_owned());
-        }
+        machine_facts(cloud, s, &mut row, &mut why);
         if row.is_empty() {
             continue;
         }
@@ -149,9 +105,61 @@ pub fn rows(
             line.push_str(&format!("; {}", why.join("; ")));
         }
         out.note(&[cloud.name, "instanceTypes", name], format!("{line}."));
-        rows.insert(name.as_str().into(), Value::Mapping(row));
+        rows.insert(name.into(), Value::Mapping(row));
     }
     rows
+}
+
+/// The key of the shape's row, or why it can have none (in the output's header): no label
+/// names it, its name is no label value, more GPUs than a row may say, a label the block does
+/// not read.
+fn row_key<'s>(out: &mut Written, cloud: &Cloud, s: &'s Shape, main: &Shape) -> Option<&'s str> {
+    let Some((label, name)) = &s.key else {
+        if !std::ptr::eq(s, main) {
+            out.header.push(format!(
+                "{} cannot have a row (no label names them): pods there get the block's injection.",
+                s.title()
+            ));
+        }
+        return None;
+    };
+    let unsaid = if !is_label_value(name) {
+        "not a valid row key (a label value), so no row names it.".to_string()
+    } else if s.gpus > MAX_GPUS {
+        format!(
+            "{} GPUs a node, more than a row's gpusPerNode may say ({MAX_GPUS}): time-slicing or MIG replicas? No row.",
+            s.gpus
+        )
+    } else if !INSTANCE_TYPE_LABELS.contains(label) && !cloud.machine_labels.contains(label) {
+        format!(
+            "the {} block reads no {label} label, so no row can name it.",
+            cloud.name
+        )
+    } else {
+        return Some(name.as_str());
+    };
+    out.header.push(format!("{}: {unsaid}", s.title()));
+    None
+}
+
+/// The row's GPUs and multi-node NVLink where no built-in row knows them, and why.
+fn machine_facts(cloud: &Cloud, s: &Shape, row: &mut Mapping, why: &mut Vec<String>) {
+    let builtin = s.builtin(cloud);
+    if builtin.is_none() && !row.contains_key("gpusPerNode") {
+        row.insert("gpusPerNode".into(), s.gpus.into());
+    }
+    let builtin_nvlink = builtin.is_some_and(|m| m.nvlink_domain);
+    if s.clique && !builtin_nvlink {
+        row.insert("multiNodeNVLink".into(), true.into());
+        why.push("nvidia.com/gpu.clique labels: multi-node NVLink".to_owned());
+    } else if !s.clique && s.gfd && builtin.is_none() {
+        // A built-in row knows its machine already; one of NVLink is never contradicted.
+        row.insert("multiNodeNVLink".into(), false.into());
+        why.push("GPU Feature Discovery runs there and writes no nvidia.com/gpu.clique: no multi-node NVLink".to_owned());
+    }
+    if builtin.is_none() {
+        why.insert(0, "not a built-in machine".to_owned());
+    }
 }
 
 /// The row's keys for the shape's fabric, and why; `Err`: what no row of this block can say.
@@ -164,90 +172,17 @@ fn fabric_row(
     out: &mut Written,
     row: &mut Mapping,
 ) -> Result<Option<String>, String> {
-    let counts = |row: &mut Mapping, devices: u64| {
-        row.insert("devicesPerNode".into(), devices.into());
-        row.insert("gpusPerNode".into(), s.gpus.into());
-    };
-    let same_resource = |r: &str| resource.as_deref() == Some(r);
-    let builtin = s.builtin(cloud);
-    // The row's key that names another device, where the block has one.
-    let resource_key = match cloud.name {
-        "oci" | "rdma" => Some("resourceName"),
-        "azure" => Some("rdmaDeviceName"),
-        _ => None,
-    };
-    let named = |r: &str| match cloud.name {
-        "azure" => r.strip_prefix("rdma/").map(str::to_owned),
-        _ => Some(r.to_owned()),
-    };
+    let block = resource.as_deref();
     match (&s.fabric, rule) {
         (_, Rule::Nothing) if cloud.name == "gcp" => Ok(None),
-        (
-            Fabric::Dedicated {
-                resource: r,
-                devices,
-            },
-            Rule::PerGpu,
-        ) => {
-            let built_in = builtin.is_some_and(|m| {
-                cloud.plugin == Some(r.as_str()) && m.devices == Some(*devices) && m.gpus == s.gpus
-            });
-            if same_resource(r) {
-                if built_in {
-                    return Ok(None);
-                }
-                counts(row, *devices);
-                return Ok(Some(match builtin {
-                    Some(_) => format!(
-                        "the nodes show {devices} {r} for {} GPUs, not the built-in row's count",
-                        s.gpus
-                    ),
-                    None => format!("{devices} {r} for {} GPUs, as the nodes show", s.gpus),
-                }));
-            }
-            let (Some(key), Some(value)) = (resource_key, named(r)) else {
-                return Err(format!(
-                    "the {} block's device is always its own",
-                    cloud.name
-                ));
-            };
-            row.insert(key.into(), value.into());
-            counts(row, *devices);
-            Ok(Some(format!(
-                "{devices} {r} for {} GPUs, another device than the block's",
-                s.gpus
-            )))
+        (Fabric::Dedicated { resource, devices }, Rule::PerGpu) => {
+            dedicated_row(cloud, s, block, (resource, *devices), row)
         }
         (Fabric::Dedicated { .. }, _) => Err(format!(
             "the {} block's count is per container or per rail, which a row cannot make per GPU",
             cloud.name
         )),
-        (Fabric::Shared { resource: r, .. }, Rule::PerContainer) => {
-            if same_resource(r) {
-                return Ok(None);
-            }
-            let (Some(key), Some(value)) = (resource_key, named(r)) else {
-                return Err(format!(
-                    "the {} block's device is always its own",
-                    cloud.name
-                ));
-            };
-            row.insert(key.into(), value.into());
-            Ok(Some(format!(
-                "{r}, another device than the block's, 1 per container"
-            )))
-        }
-        (Fabric::Shared { resource: r, .. }, _) if cloud.name == "rdma" => {
-            row.insert("resourceName".into(), r.as_str().into());
-            row.insert("devicesPerContainer".into(), 1.into());
-            Ok(Some(format!(
-                "{r}, another device than the block's: a shared pool, 1 per container"
-            )))
-        }
-        (Fabric::Shared { .. }, _) => Err(format!(
-            "the {} block counts per GPU, and a row cannot make it per container",
-            cloud.name
-        )),
+        (Fabric::Shared { resource, .. }, rule) => shared_row(cloud, block, resource, rule, row),
         (Fabric::Rails(rails), _) if cloud.name == "rdma" => {
             // The block's rails are the largest group's; a shape of other rails lists its own.
             if *rule == Rule::Rails && *main == s.fabric {
@@ -257,30 +192,128 @@ fn fabric_row(
             Ok(Some("its own rails, one resource each".to_owned()))
         }
         (Fabric::Rails(_), _) => Err(format!("the {} block has no rails", cloud.name)),
-        (Fabric::None, Rule::PerGpu) if cloud.name == "rdma" => {
+        (Fabric::None, rule) => no_fabric_row(cloud, s, rule, row),
+    }
+}
+
+/// The row of a shape whose nodes offer `devices` of the dedicated device `resource`, in a block
+/// that counts per GPU and requests `block`.
+fn dedicated_row(
+    cloud: &Cloud,
+    s: &Shape,
+    block: Option<&str>,
+    (resource, devices): (&str, u64),
+    row: &mut Mapping,
+) -> Result<Option<String>, String> {
+    let builtin = s.builtin(cloud);
+    let built_in = builtin.is_some_and(|m| {
+        cloud.plugin == Some(resource) && m.devices == Some(devices) && m.gpus == s.gpus
+    });
+    if block == Some(resource) {
+        if built_in {
+            return Ok(None);
+        }
+        counts(row, devices, s.gpus);
+        return Ok(Some(match builtin {
+            Some(_) => format!(
+                "the nodes show {devices} {resource} for {} GPUs, not the built-in row's count",
+                s.gpus
+            ),
+            None => format!(
+                "{devices} {resource} for {} GPUs, as the nodes show",
+                s.gpus
+            ),
+        }));
+    }
+    another_device(cloud, resource, row)?;
+    counts(row, devices, s.gpus);
+    Ok(Some(format!(
+        "{devices} {resource} for {} GPUs, another device than the block's",
+        s.gpus
+    )))
+}
+
+/// The row of a shape whose nodes offer the shared pool `resource`, in a block of `rule` that
+/// requests `block`.
+fn shared_row(
+    cloud: &Cloud,
+    block: Option<&str>,
+    resource: &str,
+    rule: &Rule,
+    row: &mut Mapping,
+) -> Result<Option<String>, String> {
+    match rule {
+        Rule::PerContainer if block == Some(resource) => Ok(None),
+        Rule::PerContainer => {
+            another_device(cloud, resource, row)?;
+            Ok(Some(format!(
+                "{resource}, another device than the block's, 1 per container"
+            )))
+        }
+        _ if cloud.name == "rdma" => {
+            row.insert("resourceName".into(), resource.into());
+            row.insert("devicesPerContainer".into(), 1.into());
+            Ok(Some(format!(
+                "{resource}, another device than the block's: a shared pool, 1 per container"
+            )))
+        }
+        _ => Err(format!(
+            "the {} block counts per GPU, and a row cannot make it per container",
+            cloud.name
+        )),
+    }
+}
+
+/// The row of a shape whose nodes offer no fabric device, in a block of `rule`.
+fn no_fabric_row(
+    cloud: &Cloud,
+    s: &Shape,
+    rule: &Rule,
+    row: &mut Mapping,
+) -> Result<Option<String>, String> {
+    let none = || Some("no fabric device on these nodes: no device is requested".to_owned());
+    match rule {
+        Rule::PerGpu | Rule::PerContainer | Rule::Rails if cloud.name == "rdma" => {
             row.insert("resourceName".into(), Value::Null);
-            Ok(Some(
-                "no fabric device on these nodes: no device is requested".to_owned(),
-            ))
+            Ok(none())
         }
-        (Fabric::None, Rule::PerGpu) => {
-            counts(row, 0);
-            Ok(Some(
-                "no fabric device on these nodes: no device is requested".to_owned(),
-            ))
+        Rule::PerGpu => {
+            counts(row, 0, s.gpus);
+            Ok(none())
         }
-        (Fabric::None, Rule::PerContainer | Rule::Rails) if cloud.name == "rdma" => {
-            row.insert("resourceName".into(), Value::Null);
-            Ok(Some(
-                "no fabric device on these nodes: no device is requested".to_owned(),
-            ))
-        }
-        (Fabric::None, Rule::Nothing | Rule::Claim) => Ok(None),
-        (Fabric::None, _) => Err(format!(
+        Rule::Nothing | Rule::Claim => Ok(None),
+        _ => Err(format!(
             "the {} block's count is per container, which a row cannot undo",
             cloud.name
         )),
     }
+}
+
+/// A row's count: `devices` for `gpus` GPUs.
+fn counts(row: &mut Mapping, devices: u64, gpus: u64) {
+    row.insert("devicesPerNode".into(), devices.into());
+    row.insert("gpusPerNode".into(), gpus.into());
+}
+
+/// The row's key naming `resource`, another device than its block's, where the block has one.
+fn another_device(cloud: &Cloud, resource: &str, row: &mut Mapping) -> Result<(), String> {
+    let key = match cloud.name {
+        "oci" | "rdma" => Some("resourceName"),
+        "azure" => Some("rdmaDeviceName"),
+        _ => None,
+    };
+    let value = match cloud.name {
+        "azure" => resource.strip_prefix("rdma/").map(str::to_owned),
+        _ => Some(resource.to_owned()),
+    };
+    let (Some(key), Some(value)) = (key, value) else {
+        return Err(format!(
+            "the {} block's device is always its own",
+            cloud.name
+        ));
+    };
+    row.insert(key.into(), value.into());
+    Ok(())
 }
 
 /// A label value, as a row's key must be (behaviour.md §1.4).
