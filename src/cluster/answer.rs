@@ -137,11 +137,15 @@ pub(super) fn meaning(
     Ok(Rc::from(text))
 }
 
-/// Whether the host's error `text` is the policy server's answer for a missing object.
+/// Whether the host's error `text` is the policy server's answer for a missing object:
+/// "Cannot find {apiVersion}/{kind} named '{name}'", read in place.
 fn is_missing(kind: &ObjectKind, name: &str, text: &str) -> bool {
-    let words = format!(
-        "Cannot find {}/{} named '{name}'",
-        kind.api_version, kind.kind
-    );
-    text.contains(&words)
+    let words = [kind.api_version, "/", kind.kind, " named '", name, "'"];
+    text.match_indices("Cannot find ").any(|(at, found)| {
+        let rest = &text[at + found.len()..];
+        words
+            .iter()
+            .try_fold(rest, |rest, word| rest.strip_prefix(word))
+            .is_some()
+    })
 }
