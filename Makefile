@@ -115,9 +115,10 @@ unit-tests:
 		-p cluster-settings -p manifests
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
-# annotate again in the policy-metadata tool's tests.
+# annotate again in the policy-metadata tool's tests; the MPI launchers, which run the launcher
+# env the module answers for an MPIJob's launcher (e2e-tests/tests/mpi_launcher.rs).
 .PHONY: e2e-tests
-e2e-tests: annotated-policy.wasm policy.wasm
+e2e-tests: annotated-policy.wasm policy.wasm | mpi open-mpi-5
 	POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
 		$(CARGO) test --locked -p e2e-tests -p policy-metadata -p preview
 

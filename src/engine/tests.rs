@@ -17,7 +17,7 @@ pub(super) fn inject<'a>(pod: &mut Value, config: &Config<'a>) -> Result<Outcome
     let mut view = crate::json::object::read_object(&bytes, &POD)?;
     let cluster = crate::cluster::Cluster::new(None, config.preflight, &crate::cluster::no_host);
     let claims = crate::claims::read(&view, config, &cluster);
-    let outcome = super::inject(&mut view, config, &claims, &cluster)?;
+    let outcome = super::inject(&mut view, config, &claims, None, &cluster)?;
     let mut out = Vec::new();
     view.write(&mut out);
     *pod = serde_json::from_slice(&out).expect("the view writes JSON");
