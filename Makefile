@@ -279,7 +279,7 @@ registry-given:
 # nightly, both installed if missing. FUZZ_TIME seconds per target, or FUZZ_RUNS executions per
 # target when set; FUZZ_TARGETS chooses. Seeds come from the e2e cases (`make fuzz-corpus`);
 # crashes are written to fuzz/artifacts/<target>/.
-FUZZ_TARGETS ?= validate validate_settings opted_in claims
+FUZZ_TARGETS ?= validate validate_settings opted_in claims launcher
 FUZZ_TIME    ?= 60
 FUZZ_RUNS    ?=
 FUZZ_FLAGS   ?= --debug-assertions --sanitizer none

@@ -12,13 +12,13 @@ use crate::json::write::RenderedItems;
 use crate::merge::{Read, add_env, expect_read, object_mut};
 use crate::mpi::Passing;
 
-/// Adds `passing`'s entries to the pod's first container, but for `added`, the names it has
-/// gained already in this request (the merge reads back only the request's entries); what it
-/// gained, where it has one.
+/// Adds `passing`'s entries to the pod's first container, but for those it gained already in
+/// this request, as `wired` (what the pod's GPU containers gained) says (the merge reads back
+/// only the request's entries); what it gained, where it has one.
 pub(super) fn wire<'a>(
     pod: &mut Object<'_>,
     passing: &Passing<'a>,
-    added: &[&str],
+    wired: &[Container<'a>],
 ) -> Result<Option<Container<'a>>, Error> {
     if passing.env.is_empty() {
         return Ok(None);
@@ -39,9 +39,15 @@ pub(super) fn wire<'a>(
         Some(_) => return Err(malformed("spec.containers[0]", JsonType::Object)),
     };
     let mut gained = Container::named(container_name(container, 0));
+    let mut added: Vec<&str> = Vec::new();
+    for wired in wired.iter().filter(|c| c.name == gained.name) {
+        for var in &wired.env {
+            added.push(&var.name);
+        }
+    }
     let vars = RenderedItems::new(passing.env.iter());
-    gained.env = add_env(container, &vars, added).map_err(|e| e.within("spec.containers[0]"))?;
-    Ok(Some(gained))
+    gained.env = add_env(container, &vars, &added).map_err(|e| e.within("spec.containers[0]"))?;
+    Ok(Some(gained).filter(|gained| !gained.is_empty()))
 }
 
 /// `gained`, the launcher's container's part, merged into `containers`, what the pod's GPU

@@ -110,7 +110,7 @@ pub fn inject<'a>(
     };
     let mut wiring = wire::pod(pod, &facts)?;
     let gained = match launcher {
-        Some(passing) => launched(pod, passing, &wiring.added.containers)?,
+        Some(passing) => launcher::wire(pod, passing, &wiring.added.containers)?,
         None => None,
     };
     let warnings = judge::warnings(&facts, config, &wiring);
@@ -149,7 +149,7 @@ pub fn launcher_only<'a>(
         fabric: passing.fabric,
         ..Outcome::default()
     };
-    let Some(gained) = launched(pod, passing, &[])? else {
+    let Some(gained) = launcher::wire(pod, passing, &[])? else {
         return Ok(outcome);
     };
     let part = launched_part(passing, &gained);
@@ -180,22 +180,6 @@ fn declined_with<'a>(
     Ok(outcome)
 }
 
-/// What the launcher's first container gained of `passing`, but for what `wired`, the GPU
-/// containers' part, added to it already; `None` where it gained nothing.
-fn launched<'a>(
-    pod: &mut Object<'_>,
-    passing: &Passing<'a>,
-    wired: &[Container<'a>],
-) -> Result<Option<Container<'a>>, Error> {
-    let added: Vec<&str> = wired
-        .first()
-        .into_iter()
-        .flat_map(|first| first.env.iter().map(|var| var.name.as_ref()))
-        .collect();
-    let gained = launcher::wire(pod, passing, &added)?;
-    Ok(gained.filter(|gained| !gained.is_empty()))
-}
-
 /// The record's part for a launcher's container that gained `gained` of `passing`.
 fn launched_part<'r>(passing: &'r Passing<'_>, gained: &'r Container<'_>) -> Launched<'r> {
     let agents = passing.mpi.agents;
@@ -207,10 +191,10 @@ fn launched_part<'r>(passing: &'r Passing<'_>, gained: &'r Container<'_>) -> Lau
         job: &passing.job,
         mpi: passing.mpi.name,
         container: &gained.name,
-        env: gained.env.iter().map(|var| var.name.as_ref()).collect(),
+        env: &gained.env,
         agent: match has_agent {
-            true => passing.carried.iter().map(|name| name.as_ref()).collect(),
-            false => Vec::new(),
+            true => &passing.carried,
+            false => &[],
         },
     }
 }

@@ -4,11 +4,14 @@
 //! pass changes nothing. The record is one compact JSON object, its keys in a fixed order,
 //! written by hand, as the rest of the policy's text is.
 
+use std::borrow::Cow;
+
 use crate::error::Error;
 use crate::json::object::{Node, Object};
 use crate::json::write::{is_plain, push_escaped, push_string, render_string};
 use crate::merge::object_entry;
 use crate::placement::LabelSource;
+use crate::profile::EnvVar;
 use crate::settings::Config;
 
 use super::read::Reading;
@@ -115,8 +118,8 @@ pub struct Launched<'r> {
     pub job: &'r str,
     pub mpi: &'r str,
     pub container: &'r str,
-    pub env: Vec<&'r str>,
-    pub agent: Vec<&'r str>,
+    pub env: &'r [EnvVar<'r>],
+    pub agent: &'r [Cow<'r, str>],
 }
 
 impl Record<'_> {
@@ -171,7 +174,7 @@ impl Gpus<'_> {
         }
         if !self.rails.is_empty() {
             text.raw(r#","rails":"#);
-            text.strings(&self.rails);
+            text.strings(&mut self.rails.iter().copied());
         }
         match self.machine {
             Some((name, from)) => {
@@ -217,10 +220,10 @@ impl Launched<'_> {
         text.raw(r#","container":"#);
         text.string(self.container);
         text.raw(r#","env":"#);
-        text.strings(&self.env);
+        text.strings(&mut self.env.iter().map(|var| var.name.as_ref()));
         if !self.agent.is_empty() {
             text.raw(r#","agent":"#);
-            text.strings(&self.agent);
+            text.strings(&mut self.agent.iter().map(|name| name.as_ref()));
         }
         text.raw("}");
     }
@@ -243,9 +246,9 @@ impl RecordText {
     }
 
     /// A JSON list of strings.
-    fn strings(&mut self, values: &[&str]) {
+    fn strings(&mut self, values: &mut dyn Iterator<Item = &str>) {
         self.raw("[");
-        for (at, value) in values.iter().enumerate() {
+        for (at, value) in values.enumerate() {
             if at > 0 {
                 self.raw(",");
             }
@@ -362,12 +365,24 @@ mod tests {
 
     #[test]
     fn a_launcher_says_what_it_passes_to_its_ranks() {
+        use crate::profile::var;
+        let env = [
+            var!(
+                "OMPI_MCA_orte_launch_agent",
+                "env NCCL_IB_HCA=mlx5 UCX_TLS=tcp orted"
+            ),
+            var!(
+                "PRTE_MCA_prte_launch_agent",
+                "env NCCL_IB_HCA=mlx5 UCX_TLS=tcp prted"
+            ),
+        ];
+        let agent = [Cow::Borrowed("NCCL_IB_HCA"), Cow::Borrowed("UCX_TLS")];
         let launched = || Launched {
             job: "jobs/nccl",
             mpi: "OpenMPI",
             container: "launcher",
-            env: vec!["OMPI_MCA_orte_launch_agent", "PRTE_MCA_prte_launch_agent"],
-            agent: vec!["NCCL_IB_HCA", "UCX_TLS"],
+            env: &env,
+            agent: &agent,
         };
         let alone = Record {
             cloud: "azure",
@@ -386,10 +401,11 @@ mod tests {
             "infiniband",
             gpus(Some("rdma/ib"), Vec::new(), &t_devices),
         );
+        let hca = [var!("NCCL_IB_HCA", "mlx5")];
         rank.launcher = Some(Launched {
             mpi: "Intel",
-            env: vec!["NCCL_IB_HCA"],
-            agent: Vec::new(),
+            env: &hca,
+            agent: &[],
             ..launched()
         });
         assert_eq!(
