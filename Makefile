@@ -121,9 +121,10 @@ unit-tests:
 		-p cluster-settings -p manifests -p kube-standin
 
 # The annotated module, the one users deploy; policy.wasm to compare its answers with, and to
-# annotate again in the policy-metadata tool's tests.
+# annotate again in the policy-metadata tool's tests; the MPI launchers, which run the launcher
+# env the module answers for an MPIJob's launcher (e2e-tests/tests/mpi_launcher.rs).
 .PHONY: e2e-tests
-e2e-tests: annotated-policy.wasm policy.wasm
+e2e-tests: annotated-policy.wasm policy.wasm | mpi open-mpi-5
 	POLICY_SERVER= POLICY_WASM=$(CURDIR)/annotated-policy.wasm PLAIN_POLICY_WASM=$(CURDIR)/policy.wasm \
 		$(CARGO) test --locked -p e2e-tests -p policy-metadata -p preview
 
@@ -297,7 +298,7 @@ registry-given:
 # nightly, both installed if missing. FUZZ_TIME seconds per target, or FUZZ_RUNS executions per
 # target when set; FUZZ_TARGETS chooses. Seeds come from the e2e cases (`make fuzz-corpus`);
 # crashes are written to fuzz/artifacts/<target>/.
-FUZZ_TARGETS ?= validate validate_settings opted_in claims
+FUZZ_TARGETS ?= validate validate_settings opted_in claims launcher
 FUZZ_TIME    ?= 60
 FUZZ_RUNS    ?=
 FUZZ_FLAGS   ?= --debug-assertions --sanitizer none

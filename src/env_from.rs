@@ -54,6 +54,29 @@ impl Why {
     }
 }
 
+impl Unknown {
+    /// The warning for this source of the container `container`, which gained the variables
+    /// `gained`: those this source could give, named; `None` where it could give none of them.
+    pub fn warning<'n>(
+        &self,
+        container: &str,
+        gained: impl Iterator<Item = &'n str>,
+    ) -> Option<String> {
+        let names: Vec<&str> = gained
+            .filter(|name| name.starts_with(self.prefix.as_str()))
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "multi-node networking: container {container} takes env from {} (envFrom), whose keys the policy cannot know: {}; it added {} to the container's env, which Kubernetes applies over envFrom, so a value of the same name there is replaced: set it in the container's env to keep yours",
+            self.source,
+            self.why.text(),
+            names.join(", ")
+        ))
+    }
+}
+
 /// One `envFrom` item: its kind, the object's name, whether it is optional, its prefix.
 struct Item<'a> {
     secret: bool,

@@ -14,7 +14,9 @@
 //! injection, a [`profile::Profile`] that [`layers`] builds from the fabric's table under the
 //! settings' and the machine's overlays; [`placement`] the device counts; [`engine`] merges the
 //! profile into the pod in named steps with the operations of [`merge`]; and the answer is the
-//! pod's own text with the additions spliced in. [`json`] holds every reader and the writer. For a
+//! pod's own text with the additions spliced in. An MPIJob's launcher ([`mpi`]) is first given
+//! what it passes to its ranks: its job read from the cluster, its workers' pod sent through the
+//! same decision and engine. [`json`] holds every reader and the writer. For a
 //! pod it would change, [`admission::pod_security`] holds what the engine added ([`engine::added`])
 //! to the namespace's Pod Security level, and with `validateOnly` [`admission::validate_only`]
 //! answers a refusal in place of the patch. This file only registers the two calls with the waPC
@@ -33,6 +35,7 @@ pub mod k8s;
 pub mod layers;
 pub mod machine;
 pub mod merge;
+pub mod mpi;
 pub mod multus;
 pub mod placement;
 pub mod preflight;

@@ -183,18 +183,18 @@ pub fn append(parent: &mut Object<'_>, key: &str, new_items: String) -> Result<b
 }
 
 /// Adds each variable the container has no entry of that name for (by `value` or `valueFrom`).
-/// Returns the names it added.
+/// Returns the entries it added.
 pub fn add_env<'a>(
     container: &mut Object<'_>,
     vars: &RenderedItems<'_, EnvVar<'a>>,
     leave_out: &[&str],
-) -> Result<Vec<Cow<'a, str>>, Error> {
+) -> Result<Vec<EnvVar<'a>>, Error> {
     // Names read once: a container may have hundreds of entries.
     let existing = names(container, "env")?;
     let (text, missing) =
         vars.select(|var| !existing.contains(&var.name) && !leave_out.contains(&var.name.as_ref()));
     append(container, "env", text)?;
-    Ok(missing.into_iter().map(|var| var.name.clone()).collect())
+    Ok(missing.into_iter().cloned().collect())
 }
 
 /// Adds each mount whose path and volume are both unused in the container: a user's own
@@ -408,7 +408,8 @@ pub(crate) mod tests {
     const VARS: &[EnvVar] = &[var!("A", "ours"), var!("B", "ours")];
 
     fn add_vars(c: &mut Object<'_>) -> Result<Vec<Cow<'static, str>>, Error> {
-        add_env(c, &RenderedItems::new(VARS), &[])
+        let added = add_env(c, &RenderedItems::new(VARS), &[])?;
+        Ok(added.into_iter().map(|var| var.name).collect())
     }
 
     #[test]

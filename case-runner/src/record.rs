@@ -25,6 +25,14 @@ const MACHINE_LABELS: [&str; 5] = [
 ];
 /// The key a record has besides [`KEYS`] where the injection has rails, after `device`.
 const RAILS: &str = "rails";
+/// The key an MPIJob launcher's record has last (behaviour.md §3.12); a launcher that runs no
+/// rank has none of `device`, `machine` and `containers`.
+const LAUNCHER: &str = "launcher";
+/// The launch agents of Open MPI 4 and 5 and their daemons, as behaviour.md §3.12 writes them.
+const AGENTS: [(&str, &str); 2] = [
+    ("OMPI_MCA_orte_launch_agent", "orted"),
+    ("PRTE_MCA_prte_launch_agent", "prted"),
+];
 
 /// The record's key under `settings`; `None` where `recordAnnotation: ""` turns it off.
 pub fn key(settings: &Value) -> Option<String> {
@@ -115,7 +123,15 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
     let object = record.as_object().context("the record is not an object")?;
     let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
     keys.sort_unstable();
-    let mut order = KEYS.to_vec();
+    let launcher = object.get(LAUNCHER);
+    let alone = launcher.is_some() && !object.contains_key("containers");
+    let mut order = match alone {
+        true => KEYS[..3].to_vec(),
+        false => KEYS.to_vec(),
+    };
+    if launcher.is_some() {
+        order.push(LAUNCHER);
+    }
     if object.contains_key(RAILS) {
         let after_device = order
             .iter()
@@ -169,6 +185,8 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
         .context("fabric is not a string")?;
     match (*cloud, fabric) {
         ("aws", "efa") | ("azure", "infiniband") | ("oci", "sriov") | ("rdma", "rdma") => {}
+        // A launcher that runs no rank gets no daemon: its record names its workers' fabric.
+        ("gcp", "tcpxo" | "tcpx" | "rdma") if alone => {}
         ("gcp", "tcpxo" | "tcpx" | "rdma") => {
             let daemon = match fabric {
                 "rdma" => None,
@@ -182,6 +200,12 @@ pub fn check(settings: &Value, expected: &Value, text: &str) -> Result<()> {
             }
         }
         _ => bail!("fabric {fabric} is not one of {cloud}'s"),
+    }
+    if let Some(launcher) = launcher {
+        check_launcher(launcher, expected).context("launcher")?;
+    }
+    if alone {
+        return Ok(());
     }
     let device = match (&record["device"], *cloud) {
         (Value::Null, "gcp") => None,
@@ -297,6 +321,86 @@ fn pools_of(settings: &Value) -> Value {
         }
     }
     Value::Object(pools)
+}
+
+/// A launcher's part: its MPIJob and MPI (one of mpi-operator's), its first container by name,
+/// which has each variable listed under `env`, and where `agent` is (Open MPI only), both launch
+/// agents in that container, `env NAME=value … <daemon>`, carrying exactly those variables in
+/// that order.
+fn check_launcher(launcher: &Value, expected: &Value) -> Result<()> {
+    let part = launcher.as_object().context("not an object")?;
+    let mpi = launcher["mpi"].as_str().context("mpi")?;
+    ensure!(
+        ["OpenMPI", "Intel", "MPICH"].contains(&mpi),
+        "mpi {mpi} is none of mpi-operator's"
+    );
+    let keys: Vec<&str> = part.keys().map(String::as_str).collect();
+    let mut want = vec!["container", "env", "mpi", "mpiJob"];
+    if part.contains_key("agent") {
+        ensure!(mpi == "OpenMPI", "an agent for {mpi}");
+        want.insert(0, "agent");
+    }
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    ensure!(sorted == want, "keys {keys:?}");
+    ensure!(
+        launcher["mpiJob"].is_string(),
+        "mpiJob {}",
+        launcher["mpiJob"]
+    );
+    let first = &expected["spec"]["containers"][0];
+    ensure!(
+        launcher["container"] == first["name"],
+        "the container {} is not the pod's first, {}",
+        launcher["container"],
+        first["name"]
+    );
+    let entries = first["env"].as_array().cloned().unwrap_or_default();
+    let value = |name: &str| {
+        entries
+            .iter()
+            .rev()
+            .find(|e| e["name"] == name)
+            .map(|e| e["value"].as_str().unwrap_or_default().to_string())
+    };
+    let names = |key: &str| -> Result<Vec<String>> {
+        launcher[key]
+            .as_array()
+            .with_context(|| format!("{key} is not a list"))?
+            .iter()
+            .map(|n| {
+                n.as_str()
+                    .map(str::to_string)
+                    .context("a name that is no string")
+            })
+            .collect()
+    };
+    for name in names("env")? {
+        ensure!(
+            value(&name).is_some(),
+            "{name} is not in the container's env"
+        );
+    }
+    let Some(_) = part.get("agent") else {
+        return Ok(());
+    };
+    let carried = names("agent")?;
+    for (variable, daemon) in AGENTS {
+        let words = value(variable).with_context(|| format!("no {variable}"))?;
+        let inner = words
+            .strip_prefix("env ")
+            .and_then(|w| w.strip_suffix(&format!(" {daemon}")))
+            .with_context(|| format!("{variable} is {words:?}"))?;
+        let agent_names: Vec<&str> = inner
+            .split(' ')
+            .map(|word| word.split_once('=').map_or(word, |(name, _)| name))
+            .collect();
+        ensure!(
+            agent_names == carried,
+            "{variable} carries {agent_names:?}, the record {carried:?}"
+        );
+    }
+    Ok(())
 }
 
 /// `machine`: null, or the name and where the expected pod's spec names it: by the label's

@@ -34,6 +34,16 @@ pub use case_runner::{
 pub mod admission_response;
 pub mod policy_server;
 
+/// The YAML case named `name` (of `e2e-tests/cases`), for the tests that take a case further.
+pub fn case_named(name: &str) -> case_runner::cases::Case {
+    cases::load::<case_runner::cases::Case>(&case_runner::cases_dir())
+        .expect("the cases load")
+        .into_iter()
+        .map(|(_, case)| case)
+        .find(|case| case.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
 /// The policy module, compiled once.
 pub struct Policy(policy_host::Policy);
 

@@ -389,6 +389,9 @@ fn preflight_kinds(
         "resource.nvidia.com",
         "computedomains",
     );
+    // An MPIJob launcher's job (behaviour.md §3.12), on every cloud.
+    const MPI_JOB: (&str, &str, &str, &str) =
+        ("kubeflow.org/v2beta1", "MPIJob", "kubeflow.org", "mpijobs");
     // And on every cloud the pod's namespace, for its Pod Security level (behaviour.md §11).
     const NAMESPACE: (&str, &str, &str, &str) = ("v1", "Namespace", "", "namespaces");
     // The ConfigMaps GPU containers take env from (behaviour.md §4), on every cloud; Azure's
@@ -401,6 +404,7 @@ fn preflight_kinds(
             CLAIM_TEMPLATE,
             RESOURCE_CLAIM,
             COMPUTE_DOMAIN,
+            MPI_JOB,
             NAMESPACE,
         ],
         // No DRA driver is documented for the `rdma` block's fabric: no deviceClaim, but the
@@ -411,6 +415,7 @@ fn preflight_kinds(
             CLAIM_TEMPLATE,
             RESOURCE_CLAIM,
             COMPUTE_DOMAIN,
+            MPI_JOB,
             NAMESPACE,
         ],
         _ => &[
@@ -418,6 +423,7 @@ fn preflight_kinds(
             CLAIM_TEMPLATE,
             RESOURCE_CLAIM,
             COMPUTE_DOMAIN,
+            MPI_JOB,
             NAMESPACE,
         ],
     }

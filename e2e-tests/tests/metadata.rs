@@ -111,11 +111,12 @@ fn mutating_and_execution_mode_are_declared() {
         "{METADATA}: executionMode"
     );
     // What the preflight looks for (src/preflight.rs KINDS, behaviour.md §9), the claims of GPUs
-    // (§3.10), the ComputeDomain of a multi-node NVLink pod (§3.11) and the namespace whose Pod
-    // Security level it reads (§11), with the exact apiVersion and kind the host call names;
-    // Artifact Hub's annotation is the same list.
+    // (§3.10), the ComputeDomain of a multi-node NVLink pod (§3.11), an MPIJob launcher's job
+    // (§3.12) and the namespace whose Pod Security level it reads (§11), with the exact
+    // apiVersion and kind the host call names; Artifact Hub's annotation is the same list.
     let kinds = serde_json::json!([
         {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"},
+        {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
         {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain"},

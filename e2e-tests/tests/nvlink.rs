@@ -47,14 +47,7 @@ const WORKERS: &[(&str, &str)] = &[
 
 const CHANNEL_CLASS: &str = "compute-domain-default-channel.nvidia.com";
 
-fn case(name: &str) -> Case {
-    e2e_tests::cases::load::<Case>(&case_runner::cases_dir())
-        .expect("the cases load")
-        .into_iter()
-        .map(|(_, case)| case)
-        .find(|case| case.name == name)
-        .unwrap_or_else(|| panic!("no case {name}"))
-}
+use e2e_tests::case_named as case;
 
 /// The worker's channel claim: its pod claim, of the template the domain's controller writes.
 fn channel_claim(pod: &Value) -> Value {

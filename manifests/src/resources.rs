@@ -58,6 +58,14 @@ pub const READABLE: &[Readable] = &[
         why: "A multi-node NVLink pod's ComputeDomain, for its IMEX channel (README \"Multi-node NVLink\")",
     },
     Readable {
+        api_version: "kubeflow.org/v2beta1",
+        kind: "MPIJob",
+        group: "kubeflow.org",
+        resource: "mpijobs",
+        clouds: &[],
+        why: "An opted-in MPIJob launcher's job, for what it passes to its ranks (README \"MPI jobs\")",
+    },
+    Readable {
         api_version: "v1",
         kind: "Namespace",
         group: "",

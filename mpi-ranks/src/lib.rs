@@ -182,6 +182,22 @@ pub fn run(launcher_env: &[(String, String)], options: &Options) -> Result<Run> 
     })
 }
 
+/// Open MPI 5 as `make open-mpi-5` installs it, in `openmpi5` beside the tests' temporary
+/// directory (`CARGO_TARGET_TMPDIR`, `target/tmp`): its prefix, for [`Mpi::OpenMpi5`]. Panics,
+/// saying how to install it, where it is not there.
+pub fn open_mpi_5(target_tmpdir: &str) -> PathBuf {
+    let prefix = std::path::Path::new(target_tmpdir)
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("openmpi5");
+    assert!(
+        prefix.join("bin/prted").exists(),
+        "no Open MPI 5 in {}: `make open-mpi-5` installs it",
+        prefix.display()
+    );
+    prefix
+}
+
 /// Name/value pairs from string slices, for tests: `env(&[("A", "1")])`.
 pub fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs

@@ -2,23 +2,13 @@
 //! `make mpi-test` installs in `target/openmpi5`) from the launcher's environment, through the
 //! same clean agent.
 
-use std::path::Path;
-
 use mpi_ranks::{ErrorKind, Launch, Mpi, Options, Run, Spawn, env, run};
 
 const OMPI_AGENT: &str = "env A=1 B=2 orted";
 const PRTE_AGENT: &str = "env A=1 B=2 prted";
 
 fn options(hosts: usize, spawn: Spawn) -> Options {
-    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .unwrap()
-        .join("openmpi5");
-    assert!(
-        prefix.join("bin/prted").exists(),
-        "no Open MPI 5 in {}: `make open-mpi-5` installs it",
-        prefix.display()
-    );
+    let prefix = mpi_ranks::open_mpi_5(env!("CARGO_TARGET_TMPDIR"));
     Options {
         mpi: Mpi::OpenMpi5 { prefix },
         hosts,
@@ -122,6 +112,50 @@ fn prtes_launch_agent_beside_open_mpi_4s_reaches_every_rank() {
     assert_eq!(values(&run, "A"), every(&run, "other"));
     assert_eq!(values(&run, "B"), every(&run, "2"));
     assert_eq!(values(&run, "NCCL_DEBUG"), every(&run, "INFO"));
+}
+
+/// What the policy gives an Open MPI launcher (behaviour.md §3.12): both agents and
+/// `PRTE_MCA_plm_ssh_no_tree_spawn=1`, with which `prterun` starts every daemon itself, so the
+/// trees below, which lose the agent at their second level (six hosts at radix 2; 65 at the
+/// default radix), run, and every rank gets the agent's variables.
+#[test]
+fn no_tree_spawn_beside_the_agents_starts_every_daemon_from_prterun() {
+    let launcher = [
+        ("OMPI_MCA_orte_launch_agent", OMPI_AGENT),
+        ("PRTE_MCA_prte_launch_agent", PRTE_AGENT),
+        ("PRTE_MCA_plm_ssh_no_tree_spawn", "1"),
+    ];
+    let run = ok(&launcher, &options(6, Spawn::Tree { radix: 2 }));
+    assert_eq!(values(&run, "A"), every(&run, "1"));
+    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(by(&run.launches, "prterun").len(), 6, "{:#?}", run.launches);
+    // And at Open MPI 5's own radix, from the 65th host on, where the agent alone fails.
+    let run = ok(&launcher, &options(65, DEFAULT));
+    assert_eq!(values(&run, "A"), every(&run, "1"));
+    assert_eq!(by(&run.launches, "prterun").len(), 65);
+}
+
+/// A library path among the agent's variables (GCP's TCPX and RDMA fabrics give
+/// `LD_LIBRARY_PATH`) leaves the daemons starting: the wheel's Open MPI, which acts as if given
+/// `--prefix`, puts its own directory before the agent's value in each rank's.
+#[test]
+fn a_library_path_in_the_agent_leaves_the_daemons_starting() {
+    let launcher = [
+        (
+            "OMPI_MCA_orte_launch_agent",
+            "env LD_LIBRARY_PATH=/usr/local/nvidia/lib64 A=1 orted",
+        ),
+        (
+            "PRTE_MCA_prte_launch_agent",
+            "env LD_LIBRARY_PATH=/usr/local/nvidia/lib64 A=1 prted",
+        ),
+    ];
+    let run = ok(&launcher, &options(2, DEFAULT));
+    assert_eq!(values(&run, "A"), every(&run, "1"));
+    for rank in &run.ranks {
+        let path = &rank["LD_LIBRARY_PATH"];
+        assert!(path.ends_with(":/usr/local/nvidia/lib64"), "{path}");
+    }
 }
 
 /// A daemon passes its `PRTE_MCA_*` variables on to the daemons it starts as `--prtemca NAME

@@ -4,6 +4,7 @@
 //! [`pod_security`] holds what it adds to the namespace's Pod Security level, and
 //! with `validateOnly` [`validate_only`] answers a refusal in place of the patch.
 
+mod launcher;
 pub mod pod_security;
 pub mod trigger;
 pub mod validate_only;
@@ -11,7 +12,6 @@ pub mod validate_only;
 use crate::json::tape::Tape;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
-use crate::claims;
 use crate::cluster::{self, Cluster, Host};
 use crate::engine::{self, Outcome};
 use crate::error::Error;
@@ -128,7 +128,8 @@ pub fn evaluate_with(payload: &[u8], host: Host<'_>) -> Verdict {
 /// the answer is written with the pod's own text for everything else: read in the decision's pass
 /// where its metadata came first, as the API server writes a pod, and a default trigger opted it
 /// in, else a second time. `size` is the payload's, which the answer is about. Every read of the
-/// cluster goes through `cluster`, once per object.
+/// cluster goes through `cluster`, once per object. An MPIJob's launcher is planned first: what
+/// it passes to its ranks, and whether it is wired as a worker too ([`launcher`]).
 fn inject(
     pod: Result<Object<'_>, Error>,
     size: usize,
@@ -140,9 +141,10 @@ fn inject(
         Ok(pod) => pod,
         Err(error) => return refuse(error),
     };
-    let claims = claims::read(&pod, config, cluster);
-    let outcome = engine::inject(&mut pod, config, &claims, cluster).map(|mut outcome| {
+    let part = launcher::part(&pod, config, cluster);
+    let outcome = part.wire(&mut pod, config, cluster).map(|mut outcome| {
         outcome.warnings.splice(0..0, warning);
+        part.warn(&mut outcome);
         outcome
     });
     let outcome = match outcome {

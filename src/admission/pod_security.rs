@@ -293,7 +293,7 @@ mod tests {
             containers: vec![Container {
                 name: "w".into(),
                 capabilities: vec!["CHOWN".into()],
-                env: vec!["NCCL_X".into()],
+                env: vec![crate::profile::var!("NCCL_X", "1")],
                 ..Container::default()
             }],
             ..Added::default()
@@ -312,7 +312,7 @@ mod tests {
             containers: vec![Container {
                 name: "w".into(),
                 capabilities: vec!["NET_BIND_SERVICE".into()],
-                env: vec!["NCCL_X".into()],
+                env: vec![crate::profile::var!("NCCL_X", "1")],
                 ..Container::default()
             }],
             volumes: vec![NewVolume {

@@ -53,9 +53,10 @@ fn container(c: &Container<'_>) -> String {
         .iter()
         .map(|r| format!("{} {}", r.name, r.quantity))
         .collect();
+    let env: Vec<&str> = c.env.iter().map(|var| var.name.as_ref()).collect();
     for (what, names) in [
         ("claim", join(&c.claims, " ")),
-        ("env", join(&c.env, " ")),
+        ("env", join(&env, " ")),
         ("mounts", join(&c.mounts, " ")),
         ("capabilities", join(&c.capabilities, " ")),
         ("securityContext", join(&c.security, " ")),
@@ -100,6 +101,7 @@ mod tests {
     use super::*;
     use crate::engine::added::{Daemon, NewVolume, Resource};
     use crate::multus::Attached;
+    use crate::profile::var;
     use std::borrow::Cow;
 
     #[test]
@@ -116,7 +118,10 @@ mod tests {
                     resource("rail/b", "1"),
                     resource("cpu", "100m"),
                 ],
-                env: vec!["FI_PROVIDER".into(), "FI_EFA_USE_DEVICE_RDMA".into()],
+                env: vec![
+                    var!("FI_PROVIDER", "efa"),
+                    var!("FI_EFA_USE_DEVICE_RDMA", "1"),
+                ],
                 mounts: vec!["efa-libs"],
                 capabilities: vec!["IPC_LOCK".into()],
                 ..Container::default()
@@ -189,7 +194,7 @@ mod tests {
         let added = Added {
             containers: vec![Container {
                 name: "odd\nname".into(),
-                env: vec!["A".into()],
+                env: vec![var!("A", "1")],
                 ..Container::default()
             }],
             ..Added::default()

@@ -129,6 +129,32 @@ pub const COMPUTE_DOMAIN: ObjectKind = ObjectKind {
     ),
 };
 
+/// The MPIJob (Kubeflow's mpi-operator v2) whose launcher an opted-in pod is (behaviour.md §3.12):
+/// read for what its launcher passes to the ranks, never looked for after the injection. Of it the
+/// policy reads its MPI, whether its launcher is a rank too, and its Worker's pod template: the
+/// labels and annotations that decide whether the workers are the policy's, and the spec the
+/// workers' env is read from as the engine reads a worker's (all of it: the engine reads most of
+/// a pod spec, and a narrower mask would let the launcher's answer part from the workers' where
+/// the engine reads one more field).
+pub const MPI_JOB: ObjectKind = ObjectKind {
+    api_version: "kubeflow.org/v2beta1",
+    kind: "MPIJob",
+    resource: "mpijobs",
+    namespaced: true,
+    masks: &[
+        "spec.mpiImplementation",
+        "spec.runLauncherAsWorker",
+        "spec.mpiReplicaSpecs.Worker.template.metadata.labels",
+        "spec.mpiReplicaSpecs.Worker.template.metadata.annotations",
+        "spec.mpiReplicaSpecs.Worker.template.spec",
+    ],
+    cached: false,
+    creates: (
+        "create the MPIJob: its launcher is made by mpi-operator from it",
+        "",
+    ),
+};
+
 /// The pod's namespace, read for its Pod Security level (behaviour.md §11): cluster-scoped, and
 /// few, so the policy server's 5 s cache of it is kept.
 pub const NAMESPACE: ObjectKind = ObjectKind {
@@ -148,6 +174,7 @@ pub const KINDS: &[&ObjectKind] = &[
     &CLAIM_TEMPLATE,
     &RESOURCE_CLAIM,
     &COMPUTE_DOMAIN,
+    &MPI_JOB,
     &NAMESPACE,
 ];
 

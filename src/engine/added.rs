@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use crate::compute_domain::Domain;
 use crate::multus::Attached;
+use crate::profile::EnvVar;
 
 /// Everything the injection added, in the order the wire step added it.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -34,7 +35,9 @@ pub struct Container<'a> {
     pub resources: Vec<Resource<'a>>,
     /// `resources.claims`, by name.
     pub claims: Vec<String>,
-    pub env: Vec<Cow<'a, str>>,
+    /// The `env` entries it gained, with their values: what an MPIJob's launcher passes to the
+    /// ranks of workers like it (behaviour.md §3.12).
+    pub env: Vec<EnvVar<'a>>,
     /// `volumeMounts`, by volume name.
     pub mounts: Vec<&'static str>,
     /// `securityContext.capabilities.add`, as written.

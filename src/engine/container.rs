@@ -163,7 +163,8 @@ pub(super) fn containers<'o, 'a>(spec: &'o Object<'a>) -> impl Iterator<Item = &
     containers.iter().filter_map(Node::as_object)
 }
 
-pub(super) fn container_name(container: &Object<'_>, index: usize) -> String {
+/// A container's name, `#<index>` where it has none: how messages and the record name it.
+pub fn container_name(container: &Object<'_>, index: usize) -> String {
     container
         .get("name")
         .and_then(text)

@@ -150,24 +150,12 @@ fn unknown_env_sources(facts: &Reading<'_>, wiring: &Wiring<'_, '_>) -> Vec<Stri
         let Some(gained) = gained.next_if(|c| c.name == wired.name) else {
             continue;
         };
-        for unknown in &env_from.unknown {
-            let names: Vec<&str> = gained
-                .env
-                .iter()
-                .map(|name| name.as_ref())
-                .filter(|name| name.starts_with(unknown.prefix.as_str()))
-                .collect();
-            if names.is_empty() {
-                continue;
-            }
-            warnings.push(format!(
-                "multi-node networking: container {} takes env from {} (envFrom), whose keys the policy cannot know: {}; it added {} to the container's env, which Kubernetes applies over envFrom, so a value of the same name there is replaced: set it in the container's env to keep yours",
-                wired.name,
-                unknown.source,
-                unknown.why.text(),
-                names.join(", ")
-            ));
-        }
+        let gained = || gained.env.iter().map(|var| var.name.as_ref());
+        let said = env_from
+            .unknown
+            .iter()
+            .filter_map(|u| u.warning(&wired.name, gained()));
+        warnings.extend(said);
     }
     warnings
 }

@@ -19,6 +19,7 @@ mod claim;
 mod container;
 mod gpus;
 mod judge;
+mod launcher;
 mod read;
 mod record;
 mod sidecar;
@@ -26,6 +27,7 @@ mod size;
 mod volumes;
 mod wire;
 
+pub use container::container_name;
 pub use gpus::DEVICE_CLASS_RESOURCE;
 pub use record::AUDIT_KEY;
 
@@ -33,9 +35,12 @@ use crate::claims::PodClaims;
 use crate::cluster::Cluster;
 use crate::error::Error;
 use crate::json::object::{Member, Object, Shape};
+use crate::mpi::Passing;
 use crate::preflight::{self, Reference};
 use crate::settings::Config;
-use added::Added;
+use added::{Added, Container};
+use read::Declined;
+use record::Launched;
 
 /// The objects of a pod the engine reads members of or adds members to; the view parses these
 /// and keeps everything else as the request's text.
@@ -90,41 +95,33 @@ pub struct Outcome<'a> {
 /// Injects the configured cloud's fabric into `pod`, as its machine decides, with its GPUs
 /// through DRA as `claims` read them (behaviour.md §3.10), and what it depends on in the
 /// cluster (its ComputeDomain's channel, §3.11; its `envFrom` ConfigMaps' keys, §4) read from
-/// `cluster`. On a rejection the pod may be half-changed and must be dropped.
+/// `cluster`; an MPIJob's launcher that runs a rank too gets what it passes to the other ranks,
+/// `launcher` (§3.12). On a rejection the pod may be half-changed and must be dropped.
 pub fn inject<'a>(
     pod: &mut Object<'_>,
     config: &Config<'a>,
     claims: &PodClaims<'_>,
+    launcher: Option<&Passing<'a>>,
     cluster: &Cluster<'_>,
 ) -> Result<Outcome<'a>, Error> {
     let facts = match read::pod(pod, config, claims, cluster)? {
         Ok(facts) => facts,
-        Err(declined) => {
-            let warnings = judge::declined(declined, config)?;
-            return Ok(Outcome {
-                warnings,
-                ..Outcome::default()
-            });
-        }
+        Err(declined) => return declined_with(pod, config, declined, launcher),
     };
-    let wiring = wire::pod(pod, &facts)?;
+    let mut wiring = wire::pod(pod, &facts)?;
+    let gained = match launcher {
+        Some(passing) => launcher::wire(pod, passing, &wiring.added.containers)?,
+        None => None,
+    };
     let warnings = judge::warnings(&facts, config, &wiring);
-    // The validate-only answer writes nothing back: no record to write.
-    let record = record::write(pod, config, &facts, &wiring, !config.validate_only)?;
-    // The validate-only answer writes nothing back: the record is counted as the pod would
-    // carry it, so that both answers refuse alike.
-    let mut keys: Vec<&str> = wiring.added.annotations.iter().map(|a| a.key).collect();
-    let unwritten = match (&config.record, &record) {
-        (Some(key), Some(record)) => {
-            keys.push(key);
-            config
-                .validate_only
-                .then_some((key.as_ref(), record.as_str()))
-        }
-        _ => None,
-    };
-    size::check(pod, &keys, unwritten)?;
-    let record = record.filter(|_| !config.validate_only);
+    let part = launcher
+        .zip(gained.as_ref())
+        .map(|(p, g)| launched_part(p, g));
+    let record = record::write(pod, config, (&facts, &wiring), part, !config.validate_only)?;
+    let record = checked(pod, config, &wiring.added, record)?;
+    if let Some(gained) = gained {
+        launcher::merge(&mut wiring.added.containers, gained);
+    }
     let references = preflight::references(
         &facts.profile,
         config.cloud.cloud.networks,
@@ -139,6 +136,90 @@ pub fn inject<'a>(
         references,
         record,
     })
+}
+
+/// An MPIJob's launcher that runs no rank (behaviour.md §3.12): it gains what it passes to its
+/// ranks, `passing`, and nothing else.
+pub fn launcher_only<'a>(
+    pod: &mut Object<'_>,
+    config: &Config<'a>,
+    passing: &Passing<'a>,
+) -> Result<Outcome<'a>, Error> {
+    let mut outcome = Outcome {
+        fabric: passing.fabric,
+        ..Outcome::default()
+    };
+    let Some(gained) = launcher::wire(pod, passing, &[])? else {
+        return Ok(outcome);
+    };
+    let part = launched_part(passing, &gained);
+    let record = record::write_launcher(pod, config, passing.fabric, part, !config.validate_only)?;
+    outcome.added.containers.push(gained);
+    outcome.record = checked(pod, config, &outcome.added, record)?;
+    Ok(outcome)
+}
+
+/// The answer for a pod the engine declines: the warnings that say why; for an MPIJob's
+/// launcher that runs a rank, what it passes to the other ranks all the same, without the
+/// warning that it has no GPU (a launcher needs none).
+fn declined_with<'a>(
+    pod: &mut Object<'_>,
+    config: &Config<'a>,
+    declined: Declined,
+    launcher: Option<&Passing<'a>>,
+) -> Result<Outcome<'a>, Error> {
+    let no_gpus = matches!(declined, Declined::NoGpus { .. });
+    let warnings = judge::declined(declined, config)?;
+    let mut outcome = match launcher {
+        Some(passing) => launcher_only(pod, config, passing)?,
+        None => Outcome::default(),
+    };
+    if launcher.is_none() || !no_gpus {
+        outcome.warnings = warnings;
+    }
+    Ok(outcome)
+}
+
+/// The record's part for a launcher's container that gained `gained` of `passing`.
+fn launched_part<'r>(passing: &'r Passing<'_>, gained: &'r Container<'_>) -> Launched<'r> {
+    let agents = passing.mpi.agents;
+    let has_agent = gained
+        .env
+        .iter()
+        .any(|var| agents.iter().any(|agent| agent.variable == var.name));
+    Launched {
+        job: &passing.job,
+        mpi: passing.mpi.name,
+        container: &gained.name,
+        env: &gained.env,
+        agent: match has_agent {
+            true => &passing.carried,
+            false => &[],
+        },
+    }
+}
+
+/// The record to answer with, once the annotations the pod gained (`added`'s and the record)
+/// are held to the API server's limit: none with `validateOnly`, which writes nothing back but
+/// counts the record as the pod would carry it, so that both answers refuse alike.
+fn checked(
+    pod: &Object<'_>,
+    config: &Config<'_>,
+    added: &Added<'_>,
+    record: Option<String>,
+) -> Result<Option<String>, Error> {
+    let mut keys: Vec<&str> = added.annotations.iter().map(|a| a.key).collect();
+    let unwritten = match (&config.record, &record) {
+        (Some(key), Some(record)) => {
+            keys.push(key);
+            config
+                .validate_only
+                .then_some((key.as_ref(), record.as_str()))
+        }
+        _ => None,
+    };
+    size::check(pod, &keys, unwritten)?;
+    Ok(record.filter(|_| !config.validate_only))
 }
 
 impl Outcome<'_> {

@@ -4,32 +4,33 @@
 //! pass changes nothing. The record is one compact JSON object, its keys in a fixed order,
 //! written by hand, as the rest of the policy's text is.
 
+use std::borrow::Cow;
+
 use crate::error::Error;
 use crate::json::object::{Node, Object};
 use crate::json::write::{is_plain, push_escaped, push_string, render_string};
 use crate::merge::object_entry;
 use crate::placement::LabelSource;
+use crate::profile::EnvVar;
 use crate::settings::Config;
 
 use super::read::Reading;
 use super::wire::{Wired, Wiring};
 
-/// The record of a changed pod, as a JSON string, written under `config`'s annotation.
-/// With `insert` false the pod is left as it is (validate-only: the record is what the pod
-/// would carry).
+/// The record of a changed pod, as a JSON string, written under `config`'s annotation; with
+/// `launched`, what its first container gained as an MPIJob's launcher. With `insert` false the
+/// pod is left as it is (validate-only: the record is what the pod would carry).
 pub(super) fn write(
     pod: &mut Object<'_>,
     config: &Config<'_>,
-    facts: &Reading<'_>,
-    wiring: &Wiring<'_, '_>,
+    (facts, wiring): (&Reading<'_>, &Wiring<'_, '_>),
+    launched: Option<Launched<'_>>,
     insert: bool,
 ) -> Result<Option<String>, Error> {
-    if wiring.added.is_empty() {
+    if wiring.added.is_empty() && launched.is_none() {
         return Ok(None);
     }
-    let record = Record {
-        cloud: config.cloud.cloud.name,
-        fabric: facts.fabric.name,
+    let gpus = Gpus {
         device: facts.profile.device.as_ref().map(|d| d.resource.as_ref()),
         rails: facts
             .profile
@@ -43,8 +44,40 @@ pub(super) fn write(
             .as_ref()
             .map(|(name, from)| (name.as_ref(), from.clone())),
         containers: &wiring.containers,
-    }
-    .annotation();
+    };
+    let record = Record {
+        cloud: config.cloud.cloud.name,
+        fabric: facts.fabric.name,
+        gpus: Some(gpus),
+        launcher: launched,
+    };
+    annotate(pod, config, record.annotation(), insert)
+}
+
+/// The record of an MPIJob's launcher that runs no rank, which gained `launched` alone.
+pub(super) fn write_launcher(
+    pod: &mut Object<'_>,
+    config: &Config<'_>,
+    fabric: &str,
+    launched: Launched<'_>,
+    insert: bool,
+) -> Result<Option<String>, Error> {
+    let record = Record {
+        cloud: config.cloud.cloud.name,
+        fabric,
+        gpus: None,
+        launcher: Some(launched),
+    };
+    annotate(pod, config, record.annotation(), insert)
+}
+
+/// `record` under `config`'s annotation, where `insert`; the record, as a JSON string.
+fn annotate(
+    pod: &mut Object<'_>,
+    config: &Config<'_>,
+    record: String,
+    insert: bool,
+) -> Result<Option<String>, Error> {
     // The policy's own statement: the one annotation it overwrites.
     if let Some(key) = config.record.as_ref().filter(|_| insert) {
         let metadata = object_entry(pod, "metadata")?;
@@ -60,10 +93,17 @@ pub(super) fn write(
 pub const AUDIT_KEY: &str = "injected";
 
 /// What the record says: the fabric, its device resource, the machine the injection followed and
-/// the containers wired.
+/// the containers wired, and what an MPIJob's launcher passes to its ranks.
 pub struct Record<'r> {
     pub cloud: &'r str,
     pub fabric: &'r str,
+    /// What the pod's GPU containers got; `None` for an MPIJob's launcher that runs no rank.
+    pub gpus: Option<Gpus<'r>>,
+    pub launcher: Option<Launched<'r>>,
+}
+
+/// What a pod's GPU containers got.
+pub struct Gpus<'r> {
     pub device: Option<&'r str>,
     /// The rails' resources, in order (behaviour.md §3.9); written only where there are some.
     pub rails: Vec<&'r str>,
@@ -71,10 +111,21 @@ pub struct Record<'r> {
     pub containers: &'r [Wired],
 }
 
+/// What an MPIJob's launcher passes to its ranks (behaviour.md §3.12): its job, MPI and first
+/// container, the entries that container gained, and the variables its launch agents carry
+/// (none where it gained no agent).
+pub struct Launched<'r> {
+    pub job: &'r str,
+    pub mpi: &'r str,
+    pub container: &'r str,
+    pub env: &'r [EnvVar<'r>],
+    pub agent: &'r [Cow<'r, str>],
+}
+
 impl Record<'_> {
     /// `{"policy":…,"cloud":…,"fabric":…,"device":…|null,"machine":{"name":…,"from":"<field>
-    /// <label>"}|null,"containers":{"<name>":{"devices":N}|{},…}}`. The tests read it; the
-    /// policy writes only [`Record::annotation`].
+    /// <label>"}|null,"containers":{"<name>":{"devices":N}|{},…}[,"launcher":{…}]}`. The tests
+    /// read it; the policy writes only [`Record::annotation`].
     #[cfg(test)]
     pub fn json(&self) -> String {
         let mut text = RecordText {
@@ -100,26 +151,30 @@ impl Record<'_> {
 
     fn write(&self, text: &mut RecordText) {
         text.raw(concat!(r#"{"policy":""#, env!("CARGO_PKG_VERSION"), "\""));
-        for (key, value) in [
-            (r#","cloud":"#, Some(self.cloud)),
-            (r#","fabric":"#, Some(self.fabric)),
-            (r#","device":"#, self.device),
-        ] {
+        for (key, value) in [(r#","cloud":"#, self.cloud), (r#","fabric":"#, self.fabric)] {
             text.raw(key);
-            match value {
-                Some(value) => text.string(value),
-                None => text.raw("null"),
-            }
+            text.string(value);
+        }
+        if let Some(gpus) = &self.gpus {
+            gpus.write(text);
+        }
+        if let Some(launched) = &self.launcher {
+            launched.write(text);
+        }
+        text.raw("}");
+    }
+}
+
+impl Gpus<'_> {
+    fn write(&self, text: &mut RecordText) {
+        text.raw(r#","device":"#);
+        match self.device {
+            Some(device) => text.string(device),
+            None => text.raw("null"),
         }
         if !self.rails.is_empty() {
-            text.raw(r#","rails":["#);
-            for (at, rail) in self.rails.iter().enumerate() {
-                if at > 0 {
-                    text.raw(",");
-                }
-                text.string(rail);
-            }
-            text.raw("]");
+            text.raw(r#","rails":"#);
+            text.strings(&mut self.rails.iter().copied());
         }
         match &self.machine {
             Some((name, from)) => {
@@ -152,7 +207,25 @@ impl Record<'_> {
             }
             text.raw("}");
         }
-        text.raw("}}");
+        text.raw("}");
+    }
+}
+
+impl Launched<'_> {
+    fn write(&self, text: &mut RecordText) {
+        text.raw(r#","launcher":{"mpiJob":"#);
+        text.string(self.job);
+        text.raw(r#","mpi":"#);
+        text.string(self.mpi);
+        text.raw(r#","container":"#);
+        text.string(self.container);
+        text.raw(r#","env":"#);
+        text.strings(&mut self.env.iter().map(|var| var.name.as_ref()));
+        if !self.agent.is_empty() {
+            text.raw(r#","agent":"#);
+            text.strings(&mut self.agent.iter().map(|name| name.as_ref()));
+        }
+        text.raw("}");
     }
 }
 
@@ -170,6 +243,18 @@ impl RecordText {
             true => push_escaped(&mut self.out, json),
             false => self.out.push_str(json),
         }
+    }
+
+    /// A JSON list of strings.
+    fn strings(&mut self, values: &mut dyn Iterator<Item = &str>) {
+        self.raw("[");
+        for (at, value) in values.enumerate() {
+            if at > 0 {
+                self.raw(",");
+            }
+            self.string(value);
+        }
+        self.raw("]");
     }
 
     /// A JSON string: the pod's names are the user's, escaped once (twice when nested).
@@ -208,6 +293,25 @@ mod tests {
         }]
     }
 
+    /// What GPU containers got, for a record.
+    fn gpus<'r>(device: Option<&'r str>, rails: Vec<&'r str>, containers: &'r [Wired]) -> Gpus<'r> {
+        Gpus {
+            device,
+            rails,
+            machine: None,
+            containers,
+        }
+    }
+
+    fn record<'r>(cloud: &'r str, fabric: &'r str, gpus: Gpus<'r>) -> Record<'r> {
+        Record {
+            cloud,
+            fabric,
+            gpus: Some(gpus),
+            launcher: None,
+        }
+    }
+
     #[test]
     fn the_record_is_compact_json_in_a_fixed_order() {
         let containers = [
@@ -226,15 +330,9 @@ mod tests {
             field: "nodeSelector",
             label: "node.kubernetes.io/instance-type".into(),
         };
-        let record = Record {
-            cloud: "aws",
-            fabric: "efa",
-            device: Some("vpc.amazonaws.com/efa"),
-            rails: Vec::new(),
-            machine: Some(("p5.48xlarge", from)),
-            containers: &containers,
-        };
-        let text = written(&record);
+        let mut wired = gpus(Some("vpc.amazonaws.com/efa"), Vec::new(), &containers);
+        wired.machine = Some(("p5.48xlarge", from));
+        let text = written(&record("aws", "efa", wired));
         assert_eq!(
             text,
             r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":{"name":"p5.48xlarge","from":"nodeSelector node.kubernetes.io/instance-type"},"containers":{"trainer":{"devices":32},"o\"dd":{"devices":0}}}"#
@@ -245,41 +343,74 @@ mod tests {
 
     #[test]
     fn no_device_rails_and_claims() {
-        let none = Record {
-            cloud: "gcp",
-            fabric: "tcpxo",
-            device: None,
-            rails: Vec::new(),
-            machine: None,
-            containers: &t(None, None),
-        };
+        let t_none = t(None, None);
         assert_eq!(
-            written(&none),
+            written(&record("gcp", "tcpxo", gpus(None, Vec::new(), &t_none))),
             r#"{"policy":"0.1.0","cloud":"gcp","fabric":"tcpxo","device":null,"machine":null,"containers":{"t":{}}}"#
         );
         // Rails stand in the device's place, listed after it.
-        let rails = Record {
-            cloud: "rdma",
-            fabric: "rdma",
-            rails: vec!["nvidia.com/rail0", "nvidia.com/rail1"],
-            ..none
-        };
+        let rails = gpus(None, vec!["nvidia.com/rail0", "nvidia.com/rail1"], &t_none);
         assert_eq!(
-            written(&rails),
+            written(&record("rdma", "rdma", rails)),
             r#"{"policy":"0.1.0","cloud":"rdma","fabric":"rdma","device":null,"rails":["nvidia.com/rail0","nvidia.com/rail1"],"machine":null,"containers":{"t":{}}}"#
         );
         // A DRA claim stands for the devices: the container's entry names it instead.
-        let claimed = Record {
-            cloud: "aws",
-            fabric: "efa",
-            device: Some("vpc.amazonaws.com/efa"),
-            rails: Vec::new(),
-            machine: None,
-            containers: &t(Some(32), Some("efa")),
+        let t_claim = t(Some(32), Some("efa"));
+        let claimed = gpus(Some("vpc.amazonaws.com/efa"), Vec::new(), &t_claim);
+        assert_eq!(
+            written(&record("aws", "efa", claimed)),
+            r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":null,"containers":{"t":{"claim":"efa"}}}"#
+        );
+    }
+
+    #[test]
+    fn a_launcher_says_what_it_passes_to_its_ranks() {
+        use crate::profile::var;
+        let env = [
+            var!(
+                "OMPI_MCA_orte_launch_agent",
+                "env NCCL_IB_HCA=mlx5 UCX_TLS=tcp orted"
+            ),
+            var!(
+                "PRTE_MCA_prte_launch_agent",
+                "env NCCL_IB_HCA=mlx5 UCX_TLS=tcp prted"
+            ),
+        ];
+        let agent = [Cow::Borrowed("NCCL_IB_HCA"), Cow::Borrowed("UCX_TLS")];
+        let launched = || Launched {
+            job: "jobs/nccl",
+            mpi: "OpenMPI",
+            container: "launcher",
+            env: &env,
+            agent: &agent,
+        };
+        let alone = Record {
+            cloud: "azure",
+            fabric: "infiniband",
+            gpus: None,
+            launcher: Some(launched()),
         };
         assert_eq!(
-            written(&claimed),
-            r#"{"policy":"0.1.0","cloud":"aws","fabric":"efa","device":"vpc.amazonaws.com/efa","machine":null,"containers":{"t":{"claim":"efa"}}}"#
+            written(&alone),
+            r#"{"policy":"0.1.0","cloud":"azure","fabric":"infiniband","launcher":{"mpiJob":"jobs/nccl","mpi":"OpenMPI","container":"launcher","env":["OMPI_MCA_orte_launch_agent","PRTE_MCA_prte_launch_agent"],"agent":["NCCL_IB_HCA","UCX_TLS"]}}"#
+        );
+        // A launcher that is a rank too: its GPU containers' part first; no agent, no key.
+        let t_devices = t(Some(8), None);
+        let mut rank = record(
+            "azure",
+            "infiniband",
+            gpus(Some("rdma/ib"), Vec::new(), &t_devices),
+        );
+        let hca = [var!("NCCL_IB_HCA", "mlx5")];
+        rank.launcher = Some(Launched {
+            mpi: "Intel",
+            env: &hca,
+            agent: &[],
+            ..launched()
+        });
+        assert_eq!(
+            written(&rank),
+            r#"{"policy":"0.1.0","cloud":"azure","fabric":"infiniband","device":"rdma/ib","machine":null,"containers":{"t":{"devices":8}},"launcher":{"mpiJob":"jobs/nccl","mpi":"Intel","container":"launcher","env":["NCCL_IB_HCA"]}}"#
         );
     }
 }

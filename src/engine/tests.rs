@@ -17,7 +17,7 @@ pub(super) fn inject<'a>(pod: &mut Value, config: &Config<'a>) -> Result<Outcome
     let mut view = crate::json::object::read_object(&bytes, &POD)?;
     let cluster = crate::cluster::Cluster::new(None, config.preflight, &crate::cluster::no_host);
     let claims = crate::claims::read(&view, config, &cluster);
-    let outcome = super::inject(&mut view, config, &claims, &cluster)?;
+    let outcome = super::inject(&mut view, config, &claims, None, &cluster)?;
     let mut out = Vec::new();
     view.write(&mut out);
     *pod = serde_json::from_slice(&out).expect("the view writes JSON");
@@ -311,4 +311,77 @@ fn a_device_count_that_overflows_is_refused() {
     let big = json!(u64::MAX / 2);
     let error = inject(&mut pod(vec![gpu_container("t", big)]), &oci()).unwrap_err();
     assert!(matches!(error, Error::Overflow { per_gpu, .. } if per_gpu == Ratio::whole(8)));
+}
+
+/// A launcher that runs a rank (behaviour.md §3.12): its first container, a GPU container, gains
+/// the fabric's env and then only the launcher's entries it lacks, each once; a first container
+/// without GPUs gains every entry, whatever a later GPU container gained.
+#[test]
+fn a_launcher_that_runs_a_rank_gains_each_variable_once() {
+    use crate::mpi::{OPEN_MPI, Passing};
+    use crate::profile::var;
+    let config = azure();
+    let passing = Passing {
+        job: "jobs/nccl".into(),
+        fabric: "infiniband",
+        mpi: &OPEN_MPI,
+        env: vec![
+            var!("OMPI_MCA_coll_hcoll_enable", "0"),
+            var!("OMPI_MCA_orte_launch_agent", "env X=1 orted"),
+        ],
+        carried: vec!["X".into()],
+        agents: true,
+        kept: Vec::new(),
+        own_agents: Vec::new(),
+        left_out: Vec::new(),
+    };
+    let run = |pod: &mut Value| {
+        let bytes = crate::merge::tests::payload(pod);
+        let mut view = crate::json::object::read_object(&bytes, &POD).unwrap();
+        let cluster =
+            crate::cluster::Cluster::new(None, config.preflight, &crate::cluster::no_host);
+        let claims = crate::claims::read(&view, &config, &cluster);
+        let outcome = super::inject(&mut view, &config, &claims, Some(&passing), &cluster).unwrap();
+        let mut out = Vec::new();
+        view.write(&mut out);
+        *pod = serde_json::from_slice(&out).unwrap();
+        outcome
+    };
+    let names = |container: &Value| -> Vec<String> {
+        let env = container["env"].as_array().cloned().unwrap_or_default();
+        env.iter()
+            .map(|e| e["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut rank = pod(vec![gpu_container("launcher", json!(8))]);
+    let outcome = run(&mut rank);
+    let env = names(&rank["spec"]["containers"][0]);
+    let once = |name: &str| env.iter().filter(|n| *n == name).count() == 1;
+    assert!(
+        once("OMPI_MCA_coll_hcoll_enable") && once("OMPI_MCA_orte_launch_agent"),
+        "{env:?}"
+    );
+    assert_eq!(outcome.added.containers.len(), 1);
+    let record = outcome.record.unwrap();
+    assert!(
+        record.contains(r#"\"env\":[\"OMPI_MCA_orte_launch_agent\"]"#),
+        "{record}"
+    );
+
+    let mut beside = pod(vec![
+        json!({"name": "launcher"}),
+        gpu_container("gpu", json!(8)),
+    ]);
+    let outcome = run(&mut beside);
+    assert_eq!(
+        names(&beside["spec"]["containers"][0]),
+        ["OMPI_MCA_coll_hcoll_enable", "OMPI_MCA_orte_launch_agent"]
+    );
+    let gained: Vec<&str> = outcome
+        .added
+        .containers
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(gained, ["launcher", "gpu"]);
 }

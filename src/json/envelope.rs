@@ -14,7 +14,7 @@ use crate::json::Name;
 use serde_json::value::RawValue;
 
 use crate::json::lenient::{self, Entry, Items, Loose, Text, each_field, skip};
-use crate::json::object::{EarlyObject, Node, Shape};
+use crate::json::object::{EarlyObject, Node, Object, Shape};
 use crate::json::tape::Tape;
 
 /// The validate payload: `{"request": AdmissionRequest, "settings": {...}}`. The settings are
@@ -214,6 +214,13 @@ impl<'a> PodPeek<'a> {
         .flatten()
         .map(|pod| pod.peek)
         .unwrap_or_default()
+    }
+
+    /// The decision's inputs of a pod read into a view of the engine's shape: an MPIJob's worker
+    /// as its operator makes it, for whether the policy wires it.
+    pub fn of_pod(pod: &Object<'a>) -> PodPeek<'a> {
+        pod.get("metadata")
+            .map_or_else(PodPeek::default, PodPeek::of)
     }
 
     /// The decision's inputs in the metadata as the pod's view read it: the view's shape parses

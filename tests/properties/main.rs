@@ -31,7 +31,8 @@
 //! - The properties, by topic: `decision.rs` (every pod's answer), `mutation.rs` (what a mutation
 //!   may change), `injection.rs` (what it injects), `preflight.rs` (the host calls and the
 //!   namespace's Pod Security level), `claims.rs` (GPUs through DRA claims), `env_from.rs` (the
-//!   env a container takes from ConfigMaps stays the user's), `robustness.rs` (no
+//!   env a container takes from ConfigMaps stays the user's), `launcher.rs` (what an MPIJob's
+//!   launcher passes its ranks is what its workers get), `robustness.rs` (no
 //!   panics, settings refused as they should be), `validate_only.rs` (the validate-only answer
 //!   held to the injector's, on pods as drawn and as the API server stores them).
 //! - `coverage.rs`: the generators produce the cases the properties are about.
@@ -50,6 +51,7 @@ mod env_from;
 mod generators;
 mod injection;
 mod inspect;
+mod launcher;
 mod mutation;
 mod nvlink;
 mod preflight;

@@ -672,6 +672,7 @@ fn cases() -> Result<Vec<Case>> {
             Some("network-operator"),
         ),
         env_from,
+        mpijob_launcher()?,
         // The GCP fabrics and AMD GPUs, through the same example settings as their cloud's worker
         // above: the chart's GCP block, whose A3 Ultra pod gets RDMA by its machine.
         case(
@@ -818,6 +819,28 @@ fn cases() -> Result<Vec<Case>> {
 
 /// `pod` with its first container's `nvidia.com/gpu` taken through a claim of the template
 /// `eight-gpus` instead, in namespace `default`.
+/// The launcher of the MPIJob whose workers are the MPIJob row's (behaviour.md §3.12): one more
+/// read, the MPIJob's, and its workers' pod sent through the decision and the engine once more,
+/// whose env the launcher gains in Open MPI's forms. Measured against the echo floor of its own
+/// pod, which is smaller than a worker's.
+fn mpijob_launcher() -> Result<Case> {
+    let worker = mpijob_worker();
+    let template = json!({"metadata": {"labels": {}, "annotations": worker["metadata"]["annotations"]},
+                          "spec": worker["spec"]});
+    let job = fixtures::mpi::mpi_job("gpt-pretrain", "nemo", "OpenMPI", false, Some(template));
+    Ok(Case {
+        name: "MPIJob launcher: the workers' env to the ranks, its MPIJob read".to_string(),
+        cloud: "azure",
+        settings: settings("azure")?,
+        pod: fixtures::mpi::mpi_launcher("gpt-pretrain", "nemo", "OpenMPI", false, 0),
+        expect: Expect::Mutate,
+        cluster: Some(Cluster {
+            objects: vec![job],
+            ..Cluster::default()
+        }),
+    })
+}
+
 fn gpus_through_a_claim(mut pod: Value) -> Result<Value> {
     pod["metadata"]["namespace"] = json!("default");
     let resources = pod["spec"]["containers"][0]["resources"]

@@ -2,8 +2,9 @@
 //! every case's request as a `validate` payload, every settings block as a `validate_settings`
 //! input, and every pod (and every expected mutated pod) with its case's settings as an
 //! `opted_in` input (settings, a NUL byte, the pod; for the cases with cluster state, again with
-//! a NUL byte and a host answer); and every claim object of the cases' fixture clusters, as the
-//! host's answer, for `claims`. File names are
+//! a NUL byte and a host answer); every claim object of the cases' fixture clusters, as the
+//! host's answer, for `claims`; and every MPIJob of theirs, named as the `launcher` target's
+//! launchers name theirs, for `launcher`. File names are
 //! content hashes, so running it again adds nothing new.
 //!
 //! Usage: `fuzz-corpus [DIR]`, DIR defaulting to `fuzz/corpus`.
@@ -57,6 +58,13 @@ fn main() -> Result<()> {
                 let mut claim = object.clone();
                 claim["metadata"]["name"] = json!("eight-gpus");
                 written += write(&out.join("claims"), &serde_json::to_vec(&claim)?)?;
+            }
+            // The launcher target's: the MPIJobs (behaviour.md §3.12), as its launchers' job.
+            if object["kind"] == "MPIJob" {
+                let mut job = object.clone();
+                job["metadata"]["name"] = json!("nccl");
+                job["metadata"]["namespace"] = json!("jobs");
+                written += write(&out.join("launcher"), &serde_json::to_vec(&job)?)?;
             }
         }
     }
