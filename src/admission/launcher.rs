@@ -129,16 +129,9 @@ fn plan<'a>(
         }
     };
     let container = mpi::first_container(pod);
-    let mut asked: Vec<&str> = Vec::with_capacity(env.len() + 3);
-    for var in &env {
-        asked.push(&var.name);
-    }
-    for agent in job.mpi.agents {
-        asked.push(agent.variable);
-    }
-    for (name, _) in job.mpi.beside {
-        asked.push(name);
-    }
+    let mut asked: Vec<&str> = env.iter().map(|var| var.name.as_ref()).collect();
+    asked.extend(job.mpi.agents.iter().map(|agent| agent.variable));
+    asked.extend(job.mpi.beside.iter().map(|(name, _)| *name));
     let own = Own::read(container, &asked, cluster);
     let passing = mpi::pass(qualified(&job), (job.mpi, fabric), &env, &own);
     let name = container.map_or_else(|| "#0".into(), |c| container_name(c, 0));

@@ -159,9 +159,7 @@ pub fn pass<'a>(
             passing.left_out.push(var.name.clone());
         }
     }
-    for var in &carried {
-        passing.carried.push(var.name.clone());
-    }
+    passing.carried = carried.iter().map(|var| var.name.clone()).collect();
     if !carried.is_empty() {
         add_agents(&mut passing, &carried, own);
     }
@@ -172,26 +170,30 @@ pub fn pass<'a>(
 /// launcher sets an agent itself: then its own stands, and a second pass, which finds the
 /// agents the policy wrote, adds nothing and says nothing.
 fn add_agents(passing: &mut Passing<'_>, carried: &[&EnvVar<'_>], own: &Own<'_>) {
-    let taken = |env: &[EnvVar<'_>], name: &str| env.iter().any(|var| var.name == name);
-    let mut agents = Vec::with_capacity(passing.mpi.agents.len());
-    let mut theirs = Vec::new();
-    for agent in passing.mpi.agents {
-        let mut words = String::from("env");
-        for var in carried {
-            for part in [" ", &var.name, "=", &var.value] {
-                words.push_str(part);
+    let agents: Vec<EnvVar<'static>> = passing
+        .mpi
+        .agents
+        .iter()
+        .map(|agent| {
+            let mut words = String::from("env");
+            for var in carried {
+                for part in [" ", &var.name, "=", &var.value] {
+                    words.push_str(part);
+                }
             }
-        }
-        words.push(' ');
-        words.push_str(agent.daemon);
-        agents.push(EnvVar::new(
-            Cow::Borrowed(agent.variable),
-            Cow::Owned(words),
-        ));
-        if own.get(agent.variable).is_some() || taken(&passing.env, agent.variable) {
-            theirs.push(agent.variable);
-        }
-    }
+            words.push(' ');
+            words.push_str(agent.daemon);
+            EnvVar::new(Cow::Borrowed(agent.variable), Cow::Owned(words))
+        })
+        .collect();
+    let taken = |env: &[EnvVar<'_>], name: &str| env.iter().any(|var| var.name == name);
+    let theirs: Vec<&'static str> = passing
+        .mpi
+        .agents
+        .iter()
+        .map(|agent| agent.variable)
+        .filter(|&name| own.get(name).is_some() || taken(&passing.env, name))
+        .collect();
     if !theirs.is_empty() {
         let same = agents
             .iter()

@@ -5,6 +5,8 @@
 //! subdomain, DNS search, restart policy, `sshd` as the default command, its ssh volume and mount,
 //! `K_MPI_JOB_ROLE`) is nothing the policy reads to choose a worker's env, and is left out.
 
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 
 use super::forms::{MPIS, Mpi, OPEN_MPI};
@@ -144,21 +146,19 @@ fn worker_pod(
         push_string(&mut text, namespace);
     }
     text.push_str(r#","labels":{"#);
-    let mut label = |key: &str, value: &str| {
-        if !text.ends_with('{') {
+    let theirs = labels
+        .0
+        .iter()
+        .filter(|(key, _)| !ours.iter().any(|(ours, _)| ours == key))
+        .filter_map(|(key, value)| Some((key.clone(), string(value)?)));
+    let all = theirs.chain(ours.map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))));
+    for (at, (key, value)) in all.enumerate() {
+        if at > 0 {
             text.push(',');
         }
-        push_string(&mut text, key);
+        push_string(&mut text, &key);
         text.push(':');
-        push_string(&mut text, value);
-    };
-    for (key, value) in &labels.0 {
-        if let Some(value) = string(value).filter(|_| !ours.iter().any(|(o, _)| o == key)) {
-            label(key, &value);
-        }
-    }
-    for (key, value) in ours {
-        label(key, value);
+        push_string(&mut text, &value);
     }
     text.push('}');
     if let Some(annotations) = metadata

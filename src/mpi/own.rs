@@ -37,27 +37,27 @@ impl<'l> Own<'l> {
         let Some(container) = container else {
             return Own::default();
         };
-        let mut entries = Vec::new();
-        for entry in raw_items(container, "env").unwrap_or_default() {
-            let entry = members(entry);
-            let Some(name) = entry.get("name").and_then(string) else {
-                continue;
-            };
-            let set = match (entry.get("value"), entry.get("valueFrom")) {
-                (_, Some(from)) if from.get() != "null" => Set::Unknown,
-                (Some(value), _) if value.get() != "null" => {
-                    string(value).map_or(Set::Unknown, Set::Value)
-                }
-                _ => Set::Value(Cow::Borrowed("")),
-            };
-            entries.push((name, set));
-        }
-        let mut wanted = Vec::with_capacity(names.len());
-        for name in names {
-            if !entries.iter().any(|(n, _)| n == name) {
-                wanted.push(*name);
-            }
-        }
+        let entries: Vec<(Cow<'l, str>, Set<'l>)> = raw_items(container, "env")
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|entry| {
+                let entry = members(entry);
+                let name = entry.get("name").and_then(string)?;
+                let set = match (entry.get("value"), entry.get("valueFrom")) {
+                    (_, Some(from)) if from.get() != "null" => Set::Unknown,
+                    (Some(value), _) if value.get() != "null" => {
+                        string(value).map_or(Set::Unknown, Set::Value)
+                    }
+                    _ => Set::Value(Cow::Borrowed("")),
+                };
+                Some((name, set))
+            })
+            .collect();
+        let wanted: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|name| !entries.iter().any(|(n, _)| n == name))
+            .collect();
         let env_from = env_from::read(container, &wanted, cluster);
         Own { entries, env_from }
     }
