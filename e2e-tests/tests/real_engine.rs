@@ -14,6 +14,9 @@
 //! - a ComputeDomain that exists gives the pod its channel claim; one that does not, or cannot
 //!   be read, `NCCL_MNNVL_ENABLE=0` and a warning naming it;
 //! - the keys of an `envFrom` ConfigMap stay the user's;
+//! - an MPIJob's launcher reads its MPIJob through the policy server (its field masks) and
+//!   passes its workers' env to the ranks, or, where the MPIJob cannot be read, is answered at
+//!   once with a warning;
 //! - reading the cluster leaves no watch behind: 150 jobs, each with its own ComputeDomain and
 //!   ConfigMap, leave at most 10 watches open, and grow the server's memory by under 20 MB;
 //! - the policy reads objects one by one (`get_resource`) and knows the policy server's words
@@ -111,6 +114,7 @@ fn kinds() -> Vec<Kind> {
         Kind::resource_claim_template(),
         Kind::resource_claim(),
         Kind::compute_domain(),
+        Kind::mpi_job(),
     ]
 }
 
@@ -565,4 +569,91 @@ fn a_hundred_and_fifty_jobs_leave_no_watches_and_little_memory_behind() {
         ));
     }
     assert!(failures.is_empty(), "{}\n{summary}", failures.join("; "));
+}
+
+/// The launcher of `cases/mpi/launcher.yaml`'s GB200 MPIJob (its workers on
+/// `p6e-gb200.36xlarge`, their ComputeDomain not created), and that MPIJob, as mpi-operator v2
+/// makes and stores them.
+fn mpi_launcher() -> (Value, Value) {
+    let case = e2e_tests::case_named("mpi-launcher-aws-p6e-gb200-without-compute-domain");
+    let job = case
+        .cluster
+        .iter()
+        .flat_map(|c| c.objects.iter())
+        .find(|o| o["kind"] == "MPIJob")
+        .expect("the case's MPIJob")
+        .clone();
+    assert_eq!(case.object["metadata"]["namespace"], NAMESPACE);
+    (case.object, job)
+}
+
+/// The words of the launch agent `variable` on the launcher's first container.
+fn agent<'a>(pod: &'a Value, variable: &str) -> &'a str {
+    env_value(pod, variable).unwrap_or_else(|| panic!("no {variable}: {pod}"))
+}
+
+#[test]
+fn an_mpijob_launcher_passes_its_workers_env_read_through_the_policy_server() {
+    let rendered = rendered();
+    let (launcher, job) = mpi_launcher();
+    let config = full(rendered).objects(vec![namespace(), job]);
+    let Some(bed) = Bed::start("mpi-launcher", config) else {
+        return;
+    };
+    let review = bed.create(&launcher);
+    let patched = review.patched(&launcher).unwrap();
+    // Its workers run GB200 without their ComputeDomain: the ranks run over the network, and
+    // every rank gets what the workers get, through Open MPI 4's agent and Open MPI 5's.
+    for (variable, daemon) in [
+        ("OMPI_MCA_orte_launch_agent", "orted"),
+        ("PRTE_MCA_prte_launch_agent", "prted"),
+    ] {
+        let words = agent(&patched, variable);
+        assert!(
+            words.starts_with("env ") && words.ends_with(&format!(" {daemon}")),
+            "{words}"
+        );
+        for wanted in [
+            "FI_PROVIDER=efa",
+            "FI_EFA_USE_HUGE_PAGE=0",
+            "NCCL_MNNVL_ENABLE=0",
+        ] {
+            assert!(
+                words.split(' ').any(|w| w == wanted),
+                "{wanted} not in {words}"
+            );
+        }
+    }
+    // Only env: no device, claim or volume for a launcher that runs no rank.
+    assert_eq!(patched["spec"]["volumes"], launcher["spec"]["volumes"]);
+    assert!(patched["spec"].get("resourceClaims").is_none(), "{patched}");
+    assert_eq!(
+        container(&patched)["resources"],
+        container(&launcher)["resources"]
+    );
+    assert_eq!(
+        warning_with(&review, &["MPIJob"]),
+        None,
+        "{:?}",
+        review.warnings()
+    );
+    let jobs = bed.cluster.counters().kind("MPIJob");
+    assert_eq!((jobs.gets, jobs.lists, jobs.watches), (1, 0, 0), "{jobs:?}");
+    bed.assert_all_served();
+}
+
+#[test]
+fn an_mpijob_the_policy_server_may_not_read_is_warned_about_at_once() {
+    let rendered = rendered();
+    let (launcher, job) = mpi_launcher();
+    let config = Config::new(kinds())
+        .rules(without(&rendered.rules, "mpijobs"))
+        .objects(vec![namespace(), job]);
+    let Some(bed) = Bed::start("mpi-job-forbidden", config) else {
+        return;
+    };
+    let review = bed.create(&launcher);
+    let why = "the policy server's ServiceAccount may not get mpijobs";
+    assert_unreadable(&review, "MPIJob", "nccl-allreduce", why);
+    assert!(bed.cluster.counters().kind("MPIJob").forbidden > 0);
 }

@@ -77,6 +77,11 @@ impl Kind {
         )
     }
 
+    /// Kubeflow's MPIJob (mpi-operator v2, a CRD).
+    pub fn mpi_job() -> Kind {
+        Kind::new("kubeflow.org/v2beta1", "MPIJob", "mpijobs", true)
+    }
+
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()
