@@ -96,10 +96,16 @@ fn run() -> Result<()> {
         cpu_model(),
     );
     // The target is the code's size: the annotation adds the metadata and this README's text.
+    // 512 KB: the project's limit, clarity before bytes (BENCHMARKS.md, "Module size").
+    const MODULE_LIMIT: usize = 512_000;
     let module = policy_metadata::section::size_without_metadata(&std::fs::read(&args.policy)?)?;
     println!(
-        "module size target ≤ 400 KB (400,000 bytes): {module} bytes without its metadata section: {}",
-        if module <= 400_000 { "met" } else { "MISSED" }
+        "module size target ≤ 512 KB ({MODULE_LIMIT} bytes): {module} bytes without its metadata section: {}",
+        if module <= MODULE_LIMIT {
+            "met"
+        } else {
+            "MISSED"
+        }
     );
     println!(
         "Median time per `validate` call through waPC, including the host's copy of payload and answer.\n"
@@ -245,6 +251,10 @@ fn compare(bench: &Bench<'_>, args: &Args, wanted: &dyn Fn(&str) -> bool) -> Res
             .chain(&others)
             .map(Policy::instance)
             .collect::<Result<Vec<_>>>()?;
+        // Each build answered from the case's cluster, as in the first table.
+        for instance in &instances {
+            instance.set_cluster(case.cluster.clone());
+        }
         let runners: Vec<(&Instance, &str)> = instances.iter().map(|i| (i, "validate")).collect();
         let samples = bench.samples(&case.payload(), &runners)?;
         let cells: Vec<String> = samples
