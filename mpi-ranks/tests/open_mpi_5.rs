@@ -2,6 +2,8 @@
 //! `make mpi-test` installs in `target/openmpi5`) from the launcher's environment, through the
 //! same clean agent.
 
+use std::time::Duration;
+
 use mpi_ranks::{ErrorKind, Launch, Mpi, Options, Run, Spawn, env, run};
 
 const OMPI_AGENT: &str = "env A=1 B=2 orted";
@@ -13,6 +15,9 @@ fn options(hosts: usize, spawn: Spawn) -> Options {
         mpi: Mpi::OpenMpi5 { prefix },
         hosts,
         spawn,
+        // A second for every host besides the default's half minute: 65 daemons and their ranks
+        // on a busy machine of two cores take longer than a handful do.
+        timeout: Duration::from_secs(30 + hosts as u64),
         ..Options::default()
     }
 }
