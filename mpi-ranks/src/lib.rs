@@ -133,6 +133,16 @@ pub struct Run {
     pub output: String,
 }
 
+impl Run {
+    /// The value of `name` in each rank's environment, by rank (`None` where a rank lacks it).
+    pub fn values(&self, name: &str) -> Vec<Option<String>> {
+        self.ranks
+            .iter()
+            .map(|rank| rank.get(name).cloned())
+            .collect()
+    }
+}
+
 /// Runs one job: the launcher of `options.mpi` in an environment that is exactly
 /// `launcher_env` (a container's env, as name/value pairs; a name given twice takes the later
 /// value, as the kubelet does) plus `PATH=/usr/bin:/bin` and `HOME=<a fresh directory>` where

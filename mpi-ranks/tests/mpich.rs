@@ -2,7 +2,7 @@
 //! the launcher's whole environment to its proxies itself, not on their command lines, so the
 //! plain variables reach every rank, and Open MPI's launch agent is one more plain variable.
 
-use mpi_ranks::{Mpi, Options, Run, env, run};
+use mpi_ranks::{Mpi, Options, env, run};
 
 fn hydra(hosts: usize) -> Options {
     Options {
@@ -10,10 +10,6 @@ fn hydra(hosts: usize) -> Options {
         hosts,
         ..Options::default()
     }
-}
-
-fn values(run: &Run, name: &str) -> Vec<Option<String>> {
-    run.ranks.iter().map(|r| r.get(name).cloned()).collect()
 }
 
 #[test]
@@ -29,10 +25,10 @@ fn hydra_passes_the_launchers_whole_environment_to_every_rank() {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let all = |v: &str| vec![Some(v.to_string()); hosts];
-        assert_eq!(values(&run, "NCCL_IB_HCA"), all("mlx5"));
-        assert_eq!(values(&run, "NCCL_TOPO_FILE"), all("/etc/nccl/topo.xml"));
+        assert_eq!(run.values("NCCL_IB_HCA"), all("mlx5"));
+        assert_eq!(run.values("NCCL_TOPO_FILE"), all("/etc/nccl/topo.xml"));
         // Any value: it never passes through a shell.
-        assert_eq!(values(&run, "ODD"), all("a;b $(c) \"d e\""));
+        assert_eq!(run.values("ODD"), all("a;b $(c) \"d e\""));
         // Every proxy started by mpiexec through the agent, its command line free of the env.
         assert_eq!(run.launches.len(), hosts);
         for launch in &run.launches {
@@ -56,8 +52,8 @@ fn open_mpis_launch_agent_is_a_plain_variable_to_hydra() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let all = |v: &str| vec![Some(v.to_string()); 2];
-    assert_eq!(values(&run, "NCCL_IB_HCA"), all("mlx5"));
-    assert_eq!(values(&run, "OMPI_MCA_orte_launch_agent"), all(agent));
+    assert_eq!(run.values("NCCL_IB_HCA"), all("mlx5"));
+    assert_eq!(run.values("OMPI_MCA_orte_launch_agent"), all(agent));
     for launch in &run.launches {
         assert!(!launch.command.contains("orted"), "{launch:#?}");
     }

@@ -29,11 +29,6 @@ fn ok(launcher_env: &[(&str, &str)], options: &Options) -> Run {
     run(&env(launcher_env), options).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The value of `name` in every rank, by rank.
-fn values(run: &Run, name: &str) -> Vec<Option<String>> {
-    run.ranks.iter().map(|r| r.get(name).cloned()).collect()
-}
-
 fn every(run: &Run, value: &str) -> Vec<Option<String>> {
     vec![Some(value.to_string()); run.ranks.len()]
 }
@@ -55,7 +50,7 @@ fn a_plain_launcher_variable_reaches_no_rank() {
     for hosts in [1, 6] {
         let run = ok(&[("NCCL_IB_HCA", "mlx5")], &options(hosts));
         assert_eq!(
-            values(&run, "NCCL_IB_HCA"),
+            run.values("NCCL_IB_HCA"),
             vec![None; hosts],
             "{hosts} hosts"
         );
@@ -76,17 +71,17 @@ fn launcher_variables_named_ompi_or_pmix_reach_every_rank() {
         ],
         &options(6),
     );
-    assert_eq!(values(&run, "OMPI_MCA_coll_hcoll_enable"), every(&run, "0"));
-    assert_eq!(values(&run, "OMPI_ANYTHING"), every(&run, "x"));
-    assert_eq!(values(&run, "PMIX_ANYTHING"), every(&run, "y"));
-    assert_eq!(values(&run, "PRTE_MCA_anything"), vec![None; 6]);
+    assert_eq!(run.values("OMPI_MCA_coll_hcoll_enable"), every(&run, "0"));
+    assert_eq!(run.values("OMPI_ANYTHING"), every(&run, "x"));
+    assert_eq!(run.values("PMIX_ANYTHING"), every(&run, "y"));
+    assert_eq!(run.values("PRTE_MCA_anything"), vec![None; 6]);
 }
 
 #[test]
 fn the_launch_agent_env_reaches_the_rank_of_one_host() {
     let run = ok(&[("OMPI_MCA_orte_launch_agent", AGENT)], &options(1));
-    assert_eq!(values(&run, "A"), every(&run, "1"));
-    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(run.values("A"), every(&run, "1"));
+    assert_eq!(run.values("B"), every(&run, "2"));
     // The one daemon, started through the agent by mpirun: the path of every host.
     assert_eq!(run.launches.len(), 1);
     assert_eq!(run.launches[0].parent, "mpirun.openmpi");
@@ -96,8 +91,8 @@ fn the_launch_agent_env_reaches_the_rank_of_one_host() {
 #[test]
 fn the_launch_agent_env_reaches_every_rank_of_six_hosts_through_a_tree_of_two_levels() {
     let run = ok(&[("OMPI_MCA_orte_launch_agent", AGENT)], &options(6));
-    assert_eq!(values(&run, "A"), every(&run, "1"));
-    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(run.values("A"), every(&run, "1"));
+    assert_eq!(run.values("B"), every(&run, "2"));
     // mpirun starts daemons 1 and 2; each starts two more (radix 2), through the same agent,
     // with the same launch agent in front: the words went through a remote shell twice.
     let mut first: Vec<u32> = by(&run, "mpirun.openmpi")
@@ -132,7 +127,7 @@ fn the_launch_agent_env_reaches_every_rank_of_six_hosts_started_by_mpirun_alone(
         ..options(6)
     };
     let run = ok(&[("OMPI_MCA_orte_launch_agent", AGENT)], &flat);
-    assert_eq!(values(&run, "A"), every(&run, "1"));
+    assert_eq!(run.values("A"), every(&run, "1"));
     assert_eq!(by(&run, "mpirun.openmpi").len(), 6);
 }
 
@@ -145,10 +140,10 @@ fn the_launch_agent_and_x_on_the_command_line_both_reach_the_ranks() {
         ],
         &with_args(6, &["-x", "NCCL_DEBUG=INFO", "-x", "NCCL_SOCKET_IFNAME"]),
     );
-    assert_eq!(values(&run, "NCCL_DEBUG"), every(&run, "INFO"));
-    assert_eq!(values(&run, "NCCL_SOCKET_IFNAME"), every(&run, "eth0"));
-    assert_eq!(values(&run, "A"), every(&run, "1"));
-    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(run.values("NCCL_DEBUG"), every(&run, "INFO"));
+    assert_eq!(run.values("NCCL_SOCKET_IFNAME"), every(&run, "eth0"));
+    assert_eq!(run.values("A"), every(&run, "1"));
+    assert_eq!(run.values("B"), every(&run, "2"));
 }
 
 #[test]
@@ -157,16 +152,16 @@ fn a_users_x_wins_over_the_launch_agents_value() {
         &[("OMPI_MCA_orte_launch_agent", AGENT)],
         &with_args(6, &["-x", "A=other"]),
     );
-    assert_eq!(values(&run, "A"), every(&run, "other"));
-    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(run.values("A"), every(&run, "other"));
+    assert_eq!(run.values("B"), every(&run, "2"));
 }
 
 #[test]
 fn mca_base_env_list_forwards_alone_and_aborts_the_job_beside_x() {
     let list = [("OMPI_MCA_mca_base_env_list", "A=1;B"), ("B", "2")];
     let run = ok(&list, &options(2));
-    assert_eq!(values(&run, "A"), every(&run, "1"));
-    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(run.values("A"), every(&run, "1"));
+    assert_eq!(run.values("B"), every(&run, "2"));
 
     let err = run_err(&list, &with_args(2, &["-x", "NCCL_DEBUG=INFO"]));
     assert_eq!(err.kind, ErrorKind::Exited(Some(1)), "{err}");
@@ -187,8 +182,8 @@ fn a_semicolon_in_the_launch_agent_runs_the_rest_as_a_command_on_the_worker() {
     let agent = format!("env A=1;touch {};B=2 orted", marker.display());
     let run = ok(&[("OMPI_MCA_orte_launch_agent", &agent)], &options(2));
     // A never arrives, B does; `env A=1` printed the session's environment.
-    assert_eq!(values(&run, "A"), vec![None; 2]);
-    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(run.values("A"), vec![None; 2]);
+    assert_eq!(run.values("B"), every(&run, "2"));
     assert!(run.output.lines().any(|l| l == "A=1"), "{}", run.output);
     // `touch` ran on the workers: the danger of any value with a `;` in it.
     assert!(marker.exists(), "{}", run.output);
@@ -248,9 +243,9 @@ fn a_value_of_safe_characters_arrives_intact_through_the_tree() {
     let value = "Az09_./:,=+@%^-x";
     let agent = format!("env A={value} NCCL_TOPO_FILE=/etc/nccl/topo.xml orted");
     let run = ok(&[("OMPI_MCA_orte_launch_agent", &agent)], &options(6));
-    assert_eq!(values(&run, "A"), every(&run, value));
+    assert_eq!(run.values("A"), every(&run, value));
     assert_eq!(
-        values(&run, "NCCL_TOPO_FILE"),
+        run.values("NCCL_TOPO_FILE"),
         every(&run, "/etc/nccl/topo.xml")
     );
     assert_eq!(by(&run, "orted").len(), 4);
@@ -267,10 +262,10 @@ fn prte_launch_agent_beside_changes_nothing_on_open_mpi_4() {
         ],
         &options(6),
     );
-    assert_eq!(values(&beside, "A"), every(&beside, "1"));
-    assert_eq!(values(&beside, "B"), every(&beside, "2"));
-    assert_eq!(values(&beside, "C"), vec![None; 6]);
-    assert_eq!(values(&beside, "PRTE_MCA_prte_launch_agent"), vec![None; 6]);
+    assert_eq!(beside.values("A"), every(&beside, "1"));
+    assert_eq!(beside.values("B"), every(&beside, "2"));
+    assert_eq!(beside.values("C"), vec![None; 6]);
+    assert_eq!(beside.values("PRTE_MCA_prte_launch_agent"), vec![None; 6]);
     for launch in &beside.launches {
         assert!(
             launch.command.starts_with("env A=1 B=2 orted "),
@@ -311,7 +306,7 @@ fn mpi_operators_launcher_variables_leave_the_bed_working() {
         ],
         &options(2),
     );
-    assert_eq!(values(&run, "A"), every(&run, "1"));
+    assert_eq!(run.values("A"), every(&run, "1"));
 }
 
 fn run_err(launcher_env: &[(&str, &str)], options: &Options) -> Error {

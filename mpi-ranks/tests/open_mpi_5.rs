@@ -29,10 +29,6 @@ fn ok(launcher_env: &[(&str, &str)], options: &Options) -> Run {
     run(&env(launcher_env), options).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn values(run: &Run, name: &str) -> Vec<Option<String>> {
-    run.ranks.iter().map(|r| r.get(name).cloned()).collect()
-}
-
 fn every(run: &Run, value: &str) -> Vec<Option<String>> {
     vec![Some(value.to_string()); run.ranks.len()]
 }
@@ -44,7 +40,7 @@ fn by<'a>(launches: &'a [Launch], parent: &str) -> Vec<&'a Launch> {
 #[test]
 fn a_plain_launcher_variable_reaches_no_rank() {
     let run = ok(&[("NCCL_IB_HCA", "mlx5")], &options(2, DEFAULT));
-    assert_eq!(values(&run, "NCCL_IB_HCA"), vec![None; 2]);
+    assert_eq!(run.values("NCCL_IB_HCA"), vec![None; 2]);
 }
 
 /// Open MPI 5 forwards the launcher's `OMPI_*` variables, and neither `PMIX_*` nor `PRTE_*`.
@@ -58,9 +54,9 @@ fn launcher_variables_named_ompi_reach_every_rank() {
         ],
         &options(2, DEFAULT),
     );
-    assert_eq!(values(&run, "OMPI_ANYTHING"), every(&run, "x"));
-    assert_eq!(values(&run, "PMIX_ANYTHING"), vec![None; 2]);
-    assert_eq!(values(&run, "PRTE_MCA_anything"), vec![None; 2]);
+    assert_eq!(run.values("OMPI_ANYTHING"), every(&run, "x"));
+    assert_eq!(run.values("PMIX_ANYTHING"), vec![None; 2]);
+    assert_eq!(run.values("PRTE_MCA_anything"), vec![None; 2]);
 }
 
 /// PRRTE's `schizo/ompi` component has code that sets `PRTE_MCA_prte_X` from
@@ -72,7 +68,7 @@ fn open_mpi_4s_launch_agent_alone_is_not_used() {
         &[("OMPI_MCA_orte_launch_agent", OMPI_AGENT)],
         &options(2, DEFAULT),
     );
-    assert_eq!(values(&run, "A"), vec![None; 2]);
+    assert_eq!(run.values("A"), vec![None; 2]);
     for launch in &run.launches {
         assert!(!launch.command.contains("env A=1"), "{launch:#?}");
         assert!(launch.command.contains("/bin/prted "), "{launch:#?}");
@@ -90,12 +86,12 @@ fn prtes_launch_agent_beside_open_mpi_4s_reaches_every_rank() {
     for (hosts, spawn) in [(1, DEFAULT), (6, DEFAULT), (6, Spawn::Flat)] {
         let run = ok(&pair, &options(hosts, spawn));
         assert_eq!(
-            values(&run, "A"),
+            run.values("A"),
             every(&run, "1"),
             "{hosts} hosts, {spawn:?}"
         );
         assert_eq!(
-            values(&run, "B"),
+            run.values("B"),
             every(&run, "2"),
             "{hosts} hosts, {spawn:?}"
         );
@@ -114,9 +110,9 @@ fn prtes_launch_agent_beside_open_mpi_4s_reaches_every_rank() {
             ..options(6, DEFAULT)
         },
     );
-    assert_eq!(values(&run, "A"), every(&run, "other"));
-    assert_eq!(values(&run, "B"), every(&run, "2"));
-    assert_eq!(values(&run, "NCCL_DEBUG"), every(&run, "INFO"));
+    assert_eq!(run.values("A"), every(&run, "other"));
+    assert_eq!(run.values("B"), every(&run, "2"));
+    assert_eq!(run.values("NCCL_DEBUG"), every(&run, "INFO"));
 }
 
 /// What the policy gives an Open MPI launcher (behaviour.md §3.12): both agents and
@@ -131,12 +127,12 @@ fn no_tree_spawn_beside_the_agents_starts_every_daemon_from_prterun() {
         ("PRTE_MCA_plm_ssh_no_tree_spawn", "1"),
     ];
     let run = ok(&launcher, &options(6, Spawn::Tree { radix: 2 }));
-    assert_eq!(values(&run, "A"), every(&run, "1"));
-    assert_eq!(values(&run, "B"), every(&run, "2"));
+    assert_eq!(run.values("A"), every(&run, "1"));
+    assert_eq!(run.values("B"), every(&run, "2"));
     assert_eq!(by(&run.launches, "prterun").len(), 6, "{:#?}", run.launches);
     // And at Open MPI 5's own radix, from the 65th host on, where the agent alone fails.
     let run = ok(&launcher, &options(65, DEFAULT));
-    assert_eq!(values(&run, "A"), every(&run, "1"));
+    assert_eq!(run.values("A"), every(&run, "1"));
     assert_eq!(by(&run.launches, "prterun").len(), 65);
 }
 
@@ -156,7 +152,7 @@ fn a_library_path_in_the_agent_leaves_the_daemons_starting() {
         ),
     ];
     let run = ok(&launcher, &options(2, DEFAULT));
-    assert_eq!(values(&run, "A"), every(&run, "1"));
+    assert_eq!(run.values("A"), every(&run, "1"));
     for rank in &run.ranks {
         let path = &rank["LD_LIBRARY_PATH"];
         assert!(path.ends_with(":/usr/local/nvidia/lib64"), "{path}");
