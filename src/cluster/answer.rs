@@ -83,9 +83,7 @@ impl Unread {
             Unread::Unreadable => "the host's answer could not be read".to_string(),
         }
     }
-}
 
-impl Unread {
     /// What to do about it, for a warning about an object of `kind` that could not be read.
     pub fn remedy(self, kind: &ObjectKind) -> String {
         let (api_version, name) = (kind.api_version, kind.kind);
